@@ -1,0 +1,62 @@
+#pragma once
+/// \file
+/// An append-only byte encoder with unambiguous (length-prefixed) fields, and a 64-bit
+/// hash over bytes. Used for canonical forms and cache keys.
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace rlflow::detail {
+
+class ByteWriter {
+public:
+    void u64(std::uint64_t v) {
+        char buf[8];
+        std::memcpy(buf, &v, 8);
+        m_out.append(buf, 8);
+    }
+    void i64(std::int64_t v) { u64(static_cast<std::uint64_t>(v)); }
+    void f64(double v) { u64(std::bit_cast<std::uint64_t>(v)); }
+    void str(std::string_view s) {
+        u64(s.size());
+        m_out.append(s);
+    }
+    void bytes(std::span<const std::byte> b) {
+        u64(b.size());
+        m_out.append(reinterpret_cast<const char*>(b.data()), b.size());
+    }
+    [[nodiscard]] const std::string& data() const noexcept { return m_out; }
+    [[nodiscard]] std::string take() noexcept { return std::move(m_out); }
+    void clear() noexcept { m_out.clear(); }
+
+private:
+    std::string m_out;
+};
+
+/// splitmix64 finaliser: a fast, well-mixed 64-bit permutation.
+[[nodiscard]] constexpr std::uint64_t mix64(std::uint64_t x) noexcept {
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/// 64-bit hash of a byte string (8-byte blocks folded through mix64).
+[[nodiscard]] inline std::uint64_t hash_bytes(std::string_view s) noexcept {
+    std::uint64_t h = mix64(s.size());
+    std::size_t i = 0;
+    for (; i + 8 <= s.size(); i += 8) {
+        std::uint64_t block;
+        std::memcpy(&block, s.data() + i, 8);
+        h = mix64(h ^ block);
+    }
+    std::uint64_t tail = 0;
+    std::memcpy(&tail, s.data() + i, s.size() - i);
+    return mix64(h ^ tail ^ 0xa5a5a5a5a5a5a5a5ULL);
+}
+
+}  // namespace rlflow::detail

@@ -1,0 +1,435 @@
+#pragma once
+/// \file
+/// Attribute normalisation, shape inference and FLOP counts of every core op. Each op
+/// is one small struct here; `op_traits.hpp` assembles them into the one op table.
+///
+/// Semantics follow ONNX (opset 13-17) except where an attribute replaces an ONNX input
+/// that must be a compile-time constant (Reshape's shape, Split's sizes, Pad's pads, Clip's
+/// bounds): the importer folds those inputs into attributes.
+
+#include <rlflow/core/detail/op_common.hpp>
+#include <rlflow/core/op_kind.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace rlflow::detail {
+
+using Infer = std::vector<TensorType>;
+
+inline void no_normalize(Attributes&, std::span<const TensorType>, std::string_view) {}
+inline double no_flops(const OpContext&) { return 0.0; }
+/// One flop per output element.
+inline double elementwise_flops(const OpContext& c) {
+    double n = 0;
+    for (const auto& o : c.outputs) n += static_cast<double>(o.shape.numel());
+    return n;
+}
+/// Source and opaque nodes keep the types they were given.
+inline Infer keep_outputs(const OpContext& c) { return {c.outputs.begin(), c.outputs.end()}; }
+
+/// Defaults an axis attribute and rewrites it as a non-negative index into input 0
+/// (`extra` = 1 allows axis == rank, as Flatten does), so equal ops compare equal.
+inline void normalize_axis(Attributes& a, std::span<const TensorType> in, std::string_view where,
+                           std::int64_t fallback, int extra = 0) {
+    default_int(a, "axis", fallback);
+    if (in.empty()) return;
+    const int rank = in[0].shape.rank();
+    std::int64_t axis = a.get_int("axis", fallback);
+    if (axis < 0) axis += rank + extra;
+    if (axis < 0 || axis >= rank + extra)
+        throw shape_error(std::string(where) + ": axis " + std::to_string(a.get_int("axis", fallback))
+                          + " out of range for " + in[0].shape.to_string());
+    a.set("axis", axis);
+}
+
+struct UnaryOp {
+    static Infer infer(const OpContext& c) { return detail::one(c.inputs[0].dtype, c.in(0)); }
+};
+
+struct BinaryOp {
+    static Infer infer(const OpContext& c) {
+        if (c.inputs[0].dtype != c.inputs[1].dtype)
+            c.fail("operand types differ: " + c.inputs[0].to_string() + " vs " + c.inputs[1].to_string());
+        auto out = broadcast_shapes(c.in(0), c.in(1));
+        if (!out) c.fail("cannot broadcast " + c.in(0).to_string() + " with " + c.in(1).to_string());
+        return detail::one(c.inputs[0].dtype, *out);
+    }
+};
+
+struct ClipOp {
+    static void normalize(Attributes& a, std::span<const TensorType>, std::string_view) {
+        default_float(a, "min", -std::numeric_limits<double>::infinity());
+        default_float(a, "max", std::numeric_limits<double>::infinity());
+    }
+};
+
+struct ConvOp {
+    static void normalize(Attributes& a, std::span<const TensorType> in, std::string_view where) {
+        if (in.size() >= 2 && in[1].shape.rank() == 4 && !a.has("kernel_shape"))
+            a.set("kernel_shape", std::vector<std::int64_t>{in[1].shape[2], in[1].shape[3]});
+        default_ints(a, "kernel_shape", {0, 0}, where);
+        default_ints(a, "strides", {1, 1}, where);
+        default_ints(a, "pads", {0, 0, 0, 0}, where);
+        default_ints(a, "dilations", {1, 1}, where);
+        default_int(a, "group", 1);
+        default_int(a, "activation", 0);
+    }
+    static Infer infer(const OpContext& c) {
+        const Shape& x = c.in(0);
+        const Shape& w = c.in(1);
+        if (x.rank() != 4 || w.rank() != 4) c.fail("expects rank-4 input and weight, got " + x.to_string() + " and " + w.to_string());
+        const auto& k = c.attributes.get_ints("kernel_shape");
+        const auto& s = c.attributes.get_ints("strides");
+        const auto& p = c.attributes.get_ints("pads");
+        const auto& d = c.attributes.get_ints("dilations");
+        const std::int64_t group = c.attributes.get_int("group", 1);
+        const std::int64_t act = c.attributes.get_int("activation", 0);
+        if (act < 0 || act > 3) c.fail("unknown fused activation " + std::to_string(act));
+        if (k[0] != w[2] || k[1] != w[3])
+            c.fail("kernel_shape " + ints_to_string(k) + " does not match weight " + w.to_string());
+        if (group < 1 || x[1] != w[1] * group || w[0] % group != 0)
+            c.fail("input " + x.to_string() + " and weight " + w.to_string() + " do not fit group "
+                   + std::to_string(group));
+        for (int i = 0; i < 2; ++i)
+            if (s[static_cast<std::size_t>(i)] < 1 || d[static_cast<std::size_t>(i)] < 1) c.fail("strides and dilations must be >= 1");
+        if (c.inputs.size() == 3 && !(c.in(2).rank() == 1 && c.in(2)[0] == w[0]))
+            c.fail("bias " + c.in(2).to_string() + " does not match " + std::to_string(w[0]) + " output channels");
+        Shape out{x[0], w[0], window_output(x[2], p[0], p[2], k[0], s[0], d[0], false),
+                  window_output(x[3], p[1], p[3], k[1], s[1], d[1], false)};
+        if (out[2] < 1 || out[3] < 1) c.fail("window larger than padded input " + x.to_string());
+        return detail::one(c.inputs[0].dtype, out);
+    }
+    static double flops(const OpContext& c) {
+        const Shape& w = c.in(1);
+        const double outputs = static_cast<double>(c.outputs[0].shape.numel());
+        const double extra = (c.inputs.size() == 3 ? 1.0 : 0.0) + (c.attributes.get_int("activation", 0) ? 1.0 : 0.0);
+        return outputs * (2.0 * static_cast<double>(w.product(1, 4)) + extra);
+    }
+};
+
+struct MatMulOp {
+    static Infer infer(const OpContext& c) {
+        Shape a = c.in(0), b = c.in(1);
+        if (a.rank() < 1 || b.rank() < 1) c.fail("MatMul needs operands of rank >= 1");
+        const bool a_vec = a.rank() == 1, b_vec = b.rank() == 1;
+        if (a_vec) a = Shape{1, a[0]};
+        if (b_vec) b = Shape{b[0], 1};
+        if (a.dim(-1) != b.dim(-2)) c.fail("inner dimensions differ: " + c.in(0).to_string() + " x " + c.in(1).to_string());
+        const auto batch = broadcast_shapes(Shape(a.dims().first(static_cast<std::size_t>(a.rank() - 2))),
+                                            Shape(b.dims().first(static_cast<std::size_t>(b.rank() - 2))));
+        if (!batch) c.fail("batch dimensions do not broadcast: " + c.in(0).to_string() + " x " + c.in(1).to_string());
+        Shape out = *batch;
+        if (!a_vec) out.push_back(a.dim(-2));
+        if (!b_vec) out.push_back(b.dim(-1));
+        return detail::one(c.inputs[0].dtype, out);
+    }
+    static double flops(const OpContext& c) {
+        const Shape& a = c.in(0);
+        return 2.0 * static_cast<double>(c.outputs[0].shape.numel()) * static_cast<double>(a.dim(-1));
+    }
+};
+
+struct GemmOp {
+    static void normalize(Attributes& a, std::span<const TensorType>, std::string_view) {
+        default_float(a, "alpha", 1.0);
+        default_float(a, "beta", 1.0);
+        default_int(a, "transA", 0);
+        default_int(a, "transB", 0);
+    }
+    static Infer infer(const OpContext& c) {
+        const Shape& a = c.in(0);
+        const Shape& b = c.in(1);
+        if (a.rank() != 2 || b.rank() != 2) c.fail("Gemm needs rank-2 operands, got " + a.to_string() + " and " + b.to_string());
+        const bool ta = c.attributes.get_int("transA", 0) != 0, tb = c.attributes.get_int("transB", 0) != 0;
+        const std::int64_t m = ta ? a[1] : a[0], k = ta ? a[0] : a[1];
+        const std::int64_t kb = tb ? b[1] : b[0], n = tb ? b[0] : b[1];
+        if (k != kb) c.fail("inner dimensions differ: " + a.to_string() + " x " + b.to_string());
+        const Shape out{m, n};
+        if (c.inputs.size() == 3) {
+            const auto bc = broadcast_shapes(out, c.in(2));
+            if (!bc || !(*bc == out)) c.fail("bias " + c.in(2).to_string() + " does not broadcast to " + out.to_string());
+        }
+        return detail::one(c.inputs[0].dtype, out);
+    }
+    static double flops(const OpContext& c) {
+        const Shape& a = c.in(0);
+        const double k = static_cast<double>(c.attributes.get_int("transA", 0) ? a[0] : a[1]);
+        const double mn = static_cast<double>(c.outputs[0].shape.numel());
+        return mn * (2.0 * k + (c.inputs.size() == 3 ? 1.0 : 0.0));
+    }
+};
+
+struct SoftmaxOp {
+    static void normalize(Attributes& a, std::span<const TensorType> in, std::string_view where) {
+        normalize_axis(a, in, where, -1);
+    }
+    static Infer infer(const OpContext& c) {
+        (void)c.in(0).normalize_axis(c.attributes.get_int("axis", -1));
+        return detail::one(c.inputs[0].dtype, c.in(0));
+    }
+    static double flops(const OpContext& c) { return 3.0 * static_cast<double>(c.in(0).numel()); }
+};
+
+/// MaxPool and AveragePool over NCHW.
+struct PoolOp {
+    static void normalize(Attributes& a, std::span<const TensorType>, std::string_view where) {
+        default_ints(a, "kernel_shape", {1, 1}, where);
+        default_ints(a, "strides", {1, 1}, where);
+        default_ints(a, "pads", {0, 0, 0, 0}, where);
+        default_ints(a, "dilations", {1, 1}, where);
+        default_int(a, "ceil_mode", 0);
+    }
+    static void normalize_average(Attributes& a, std::span<const TensorType> in, std::string_view where) {
+        normalize(a, in, where);
+        default_int(a, "count_include_pad", 0);
+    }
+    static Infer infer(const OpContext& c) {
+        const Shape& x = c.in(0);
+        if (x.rank() != 4) c.fail("expects an NCHW input, got " + x.to_string());
+        const auto& k = c.attributes.get_ints("kernel_shape");
+        const auto& s = c.attributes.get_ints("strides");
+        const auto& p = c.attributes.get_ints("pads");
+        const auto& d = c.attributes.get_ints("dilations");
+        const bool ceil_mode = c.attributes.get_int("ceil_mode", 0) != 0;
+        for (std::size_t i = 0; i < 2; ++i)
+            if (k[i] < 1 || s[i] < 1 || d[i] < 1) c.fail("kernel, strides and dilations must be >= 1");
+        Shape out{x[0], x[1], window_output(x[2], p[0], p[2], k[0], s[0], d[0], ceil_mode),
+                  window_output(x[3], p[1], p[3], k[1], s[1], d[1], ceil_mode)};
+        if (out[2] < 1 || out[3] < 1) c.fail("window larger than padded input " + x.to_string());
+        return detail::one(c.inputs[0].dtype, out);
+    }
+    static double flops(const OpContext& c) {
+        const auto& k = c.attributes.get_ints("kernel_shape");
+        return static_cast<double>(c.outputs[0].shape.numel() * k[0] * k[1]);
+    }
+};
+
+struct GlobalAveragePoolOp {
+    static Infer infer(const OpContext& c) {
+        const Shape& x = c.in(0);
+        if (x.rank() < 3) c.fail("expects rank >= 3, got " + x.to_string());
+        Shape out{x[0], x[1]};
+        for (int i = 2; i < x.rank(); ++i) out.push_back(1);
+        return detail::one(c.inputs[0].dtype, out);
+    }
+    static double flops(const OpContext& c) { return static_cast<double>(c.in(0).numel()); }
+};
+
+struct BatchNormOp {
+    static void normalize(Attributes& a, std::span<const TensorType>, std::string_view) {
+        default_float(a, "epsilon", 1e-5);
+    }
+    static Infer infer(const OpContext& c) {
+        const Shape& x = c.in(0);
+        if (x.rank() < 2) c.fail("expects rank >= 2, got " + x.to_string());
+        for (std::size_t i = 1; i < 5; ++i)
+            if (!(c.in(i).rank() == 1 && c.in(i)[0] == x[1]))
+                c.fail("parameter " + std::to_string(i) + " " + c.in(i).to_string() + " does not match "
+                       + std::to_string(x[1]) + " channels");
+        return detail::one(c.inputs[0].dtype, x);
+    }
+    static double flops(const OpContext& c) { return 2.0 * static_cast<double>(c.in(0).numel()); }
+};
+
+struct LayerNormOp {
+    static void normalize(Attributes& a, std::span<const TensorType> in, std::string_view where) {
+        normalize_axis(a, in, where, -1);
+        default_float(a, "epsilon", 1e-5);
+    }
+    static Infer infer(const OpContext& c) {
+        const Shape& x = c.in(0);
+        const int axis = x.normalize_axis(c.attributes.get_int("axis", -1));
+        const Shape normalized(x.dims().subspan(static_cast<std::size_t>(axis)));
+        for (std::size_t i = 1; i < c.inputs.size(); ++i) {
+            const auto bc = broadcast_shapes(normalized, c.in(i));
+            if (!bc || !(*bc == normalized))
+                c.fail("parameter " + c.in(i).to_string() + " does not broadcast to " + normalized.to_string());
+        }
+        return detail::one(c.inputs[0].dtype, x);
+    }
+    static double flops(const OpContext& c) { return 8.0 * static_cast<double>(c.in(0).numel()); }
+};
+
+struct ConcatOp {
+    static void normalize(Attributes& a, std::span<const TensorType> in, std::string_view where) {
+        if (a.has("axis")) normalize_axis(a, in, where, 0);
+    }
+    static Infer infer(const OpContext& c) {
+        const Shape& first = c.in(0);
+        const int axis = first.normalize_axis(c.attributes.get<std::int64_t>("axis"));
+        Shape out = first;
+        out[axis] = 0;
+        for (std::size_t i = 0; i < c.inputs.size(); ++i) {
+            const Shape& s = c.in(i);
+            bool fits = s.rank() == first.rank() && c.inputs[i].dtype == c.inputs[0].dtype;
+            for (int d = 0; fits && d < s.rank(); ++d) fits = d == axis || s[d] == first[d];
+            if (!fits) c.fail("input " + std::to_string(i) + " " + s.to_string() + " does not fit " + first.to_string()
+                              + " on axis " + std::to_string(axis));
+            out[axis] += s[axis];
+        }
+        return detail::one(c.inputs[0].dtype, out);
+    }
+};
+
+struct SplitOp {
+    static Infer infer(const OpContext& c) {
+        const Shape& x = c.in(0);
+        const int axis = x.normalize_axis(c.attributes.get_int("axis", 0));
+        const auto& sizes = c.attributes.get_ints("split");
+        if (sizes.empty()) c.fail("attribute 'split' is empty");
+        std::int64_t total = 0;
+        Infer out;
+        for (const auto s : sizes) {
+            if (s < 0) c.fail("negative split size");
+            total += s;
+            Shape part = x;
+            part[axis] = s;
+            out.push_back({c.inputs[0].dtype, part});
+        }
+        if (total != x[axis])
+            c.fail("split sizes " + ints_to_string(sizes) + " do not sum to " + std::to_string(x[axis]));
+        return out;
+    }
+    static void normalize(Attributes& a, std::span<const TensorType> in, std::string_view where) {
+        normalize_axis(a, in, where, 0);
+    }
+};
+
+struct TransposeOp {
+    static void normalize(Attributes& a, std::span<const TensorType> in, std::string_view) {
+        if (a.has("perm") || in.empty()) return;
+        std::vector<std::int64_t> perm(static_cast<std::size_t>(in[0].shape.rank()));
+        std::iota(perm.rbegin(), perm.rend(), 0);
+        a.set("perm", perm);
+    }
+    static Infer infer(const OpContext& c) {
+        const Shape& x = c.in(0);
+        const auto& perm = c.attributes.get_ints("perm");
+        if (static_cast<int>(perm.size()) != x.rank()) c.fail("perm " + ints_to_string(perm) + " does not fit " + x.to_string());
+        std::vector<bool> seen(perm.size(), false);
+        Shape out;
+        for (const auto p : perm) {
+            if (p < 0 || p >= x.rank() || seen[static_cast<std::size_t>(p)]) c.fail("perm " + ints_to_string(perm) + " is not a permutation");
+            seen[static_cast<std::size_t>(p)] = true;
+            out.push_back(x[static_cast<int>(p)]);
+        }
+        return detail::one(c.inputs[0].dtype, out);
+    }
+};
+
+/// Reshape's "shape" is resolved at normalisation (0 copies a dim, -1 is inferred), so the
+/// attribute always holds the exact output dims and equal reshapes compare equal.
+struct ReshapeOp {
+    static void normalize(Attributes& a, std::span<const TensorType> in, std::string_view where) {
+        if (in.empty()) return;
+        const Shape& x = in[0].shape;
+        const bool allow_zero = a.get_int("allowzero", 0) != 0;
+        std::vector<std::int64_t> dims = a.get_ints("shape");
+        std::int64_t known = 1;
+        int infer_at = -1;
+        for (std::size_t i = 0; i < dims.size(); ++i) {
+            if (dims[i] == 0 && !allow_zero) {
+                if (static_cast<int>(i) >= x.rank()) throw shape_error(std::string(where) + ": shape copies a missing dim");
+                dims[i] = x[static_cast<int>(i)];
+            }
+            if (dims[i] == -1) {
+                if (infer_at >= 0) throw shape_error(std::string(where) + ": more than one -1 in shape");
+                infer_at = static_cast<int>(i);
+            } else {
+                known *= dims[i];
+            }
+        }
+        if (infer_at >= 0) {
+            if (known == 0 || x.numel() % known != 0)
+                throw shape_error(std::string(where) + ": cannot reshape " + x.to_string() + " to " + ints_to_string(a.get_ints("shape")));
+            dims[static_cast<std::size_t>(infer_at)] = x.numel() / known;
+        }
+        a.set("shape", dims);
+        a.erase("allowzero");
+    }
+    static Infer infer(const OpContext& c) {
+        const Shape out(c.attributes.get_ints("shape"));
+        if (out.numel() != c.in(0).numel() || !out.is_static())
+            c.fail("cannot reshape " + c.in(0).to_string() + " to " + out.to_string());
+        return detail::one(c.inputs[0].dtype, out);
+    }
+};
+
+struct FlattenOp {
+    static void normalize(Attributes& a, std::span<const TensorType> in, std::string_view where) {
+        normalize_axis(a, in, where, 1, 1);
+    }
+    static Infer infer(const OpContext& c) {
+        const Shape& x = c.in(0);
+        std::int64_t axis = c.attributes.get_int("axis", 1);
+        if (axis < 0) axis += x.rank();
+        if (axis < 0 || axis > x.rank()) c.fail("axis " + std::to_string(axis) + " out of range for " + x.to_string());
+        return detail::one(c.inputs[0].dtype, Shape{x.product(0, static_cast<int>(axis)), x.product(static_cast<int>(axis), x.rank())});
+    }
+};
+
+struct PadOp {
+    static void normalize(Attributes& a, std::span<const TensorType>, std::string_view) {
+        if (!a.has("mode")) a.set("mode", std::string("constant"));
+        default_float(a, "value", 0.0);
+    }
+    static Infer infer(const OpContext& c) {
+        const Shape& x = c.in(0);
+        const auto& pads = c.attributes.get_ints("pads");
+        const auto& mode = c.attributes.get<std::string>("mode");
+        if (mode != "constant" && mode != "reflect" && mode != "edge") c.fail("unknown pad mode '" + mode + "'");
+        if (static_cast<int>(pads.size()) != 2 * x.rank()) c.fail("pads " + ints_to_string(pads) + " do not fit " + x.to_string());
+        Shape out = x;
+        for (int i = 0; i < x.rank(); ++i) {
+            out[i] = x[i] + pads[static_cast<std::size_t>(i)] + pads[static_cast<std::size_t>(i + x.rank())];
+            if (out[i] < 0) c.fail("pads " + ints_to_string(pads) + " crop more than " + x.to_string());
+            const bool needs_source = mode != "constant" && out[i] > 0 && x[i] == 0;
+            if (needs_source) c.fail("mode '" + mode + "' cannot pad an empty axis");
+        }
+        return detail::one(c.inputs[0].dtype, out);
+    }
+};
+
+struct ReduceMeanOp {
+    static void normalize(Attributes& a, std::span<const TensorType> in, std::string_view) {
+        default_int(a, "keepdims", 1);
+        if (!a.has("axes")) a.set("axes", std::vector<std::int64_t>{});
+        if (in.empty()) return;
+        // Normalised form: sorted, non-negative axes; empty means all.
+        auto axes = a.get_ints("axes");
+        for (auto& ax : axes) ax = in[0].shape.normalize_axis(ax);
+        std::sort(axes.begin(), axes.end());
+        a.set("axes", axes);
+    }
+    static Infer infer(const OpContext& c) {
+        const Shape& x = c.in(0);
+        const auto& axes = c.attributes.get_ints("axes");
+        const bool keep = c.attributes.get_int("keepdims", 1) != 0;
+        Shape out;
+        for (int i = 0; i < x.rank(); ++i) {
+            const bool reduced = axes.empty() || std::find(axes.begin(), axes.end(), i) != axes.end();
+            if (!reduced) out.push_back(x[i]);
+            else if (keep) out.push_back(1);
+        }
+        return detail::one(c.inputs[0].dtype, out);
+    }
+    static double flops(const OpContext& c) { return static_cast<double>(c.in(0).numel()); }
+};
+
+/// TASO's Enlarge: zero-pads a (M, C, kh, kw) kernel, centred, to kernel_shape. The size
+/// differences must be even, so that a SAME-padded convolution computes the same result.
+struct EnlargeOp {
+    static Infer infer(const OpContext& c) {
+        const Shape& w = c.in(0);
+        const auto& k = c.attributes.get_ints("kernel_shape");
+        if (w.rank() != 4 || k.size() != 2) c.fail("expects a rank-4 kernel and a 2-value kernel_shape");
+        if (k[0] < w[2] || k[1] < w[3] || (k[0] - w[2]) % 2 != 0 || (k[1] - w[3]) % 2 != 0)
+            c.fail("cannot enlarge kernel " + w.to_string() + " to " + ints_to_string(k));
+        return detail::one(c.inputs[0].dtype, Shape{w[0], w[1], k[0], k[1]});
+    }
+};
+
+}  // namespace rlflow::detail

@@ -1,0 +1,174 @@
+#pragma once
+/// \file
+/// The one op-traits table: for every op kind its name, ONNX name, arity, attribute
+/// schema, attribute normalisation, shape inference, FLOPs and bytes moved. Every other
+/// part of rlflow (graph, executor, ONNX, costs, rewriting) reads op properties from here
+/// rather than switching on the op kind.
+
+#include <rlflow/core/detail/op_definitions.hpp>
+#include <rlflow/core/op_kind.hpp>
+
+#include <array>
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace rlflow {
+
+/// One attribute an op accepts.
+struct AttributeSpec {
+    std::string_view name;
+    AttributeType type;
+    bool required = false;
+};
+
+/// Properties of an op kind that are not about one node.
+enum OpFlag : std::uint8_t {
+    op_flag_none = 0,
+    /// Input, Weight, Constant: no inputs, outputs given rather than inferred.
+    op_flag_source = 1,
+    /// Output aliases the input's memory (no data moved): Reshape, Flatten, Identity.
+    op_flag_view = 2,
+    /// Output element i depends only on input elements at i (after broadcasting).
+    op_flag_elementwise = 4,
+    /// Swapping the two inputs gives the same result.
+    op_flag_commutative = 8,
+    /// Not interpreted: carried with its stored attributes and shapes.
+    op_flag_opaque = 16,
+};
+
+/// The traits of one op kind.
+struct OpTraits {
+    using NormalizeFn = void (*)(Attributes&, std::span<const TensorType> inputs, std::string_view where);
+    using InferFn = std::vector<TensorType> (*)(const OpContext&);
+    using FlopsFn = double (*)(const OpContext&);
+
+    OpKind kind;
+    std::string_view name;
+    /// ONNX op_type in the default domain, or empty if the op has no ONNX counterpart.
+    std::string_view onnx_name;
+    int min_inputs;
+    /// -1: any number.
+    int max_inputs;
+    std::span<const AttributeSpec> attributes;
+    /// Fills defaults and brings attributes to one canonical form.
+    NormalizeFn normalize;
+    /// Output types from input types and attributes; throws shape_error.
+    InferFn infer;
+    /// Floating-point operations for one execution.
+    FlopsFn flops;
+    std::uint8_t flags = op_flag_none;
+    /// Bit i set: input i must be strictly positive (e.g. a variance), for random fills.
+    std::uint8_t positive_inputs = 0;
+
+    [[nodiscard]] constexpr bool has(OpFlag f) const noexcept { return (flags & f) != 0; }
+};
+
+namespace detail {
+
+using A = AttributeSpec;
+using T = AttributeType;
+inline constexpr A conv_attrs[] = {{"kernel_shape", T::Ints}, {"strides", T::Ints}, {"pads", T::Ints},
+                                   {"dilations", T::Ints}, {"group", T::Int}, {"activation", T::Int}};
+inline constexpr A gemm_attrs[] = {{"alpha", T::Float}, {"beta", T::Float}, {"transA", T::Int}, {"transB", T::Int}};
+inline constexpr A clip_attrs[] = {{"min", T::Float}, {"max", T::Float}};
+inline constexpr A axis_attrs[] = {{"axis", T::Int}};
+inline constexpr A concat_attrs[] = {{"axis", T::Int, true}};
+inline constexpr A maxpool_attrs[] = {{"kernel_shape", T::Ints, true}, {"strides", T::Ints}, {"pads", T::Ints},
+                                      {"dilations", T::Ints}, {"ceil_mode", T::Int}};
+inline constexpr A avgpool_attrs[] = {{"kernel_shape", T::Ints, true}, {"strides", T::Ints}, {"pads", T::Ints},
+                                      {"dilations", T::Ints}, {"ceil_mode", T::Int}, {"count_include_pad", T::Int}};
+inline constexpr A epsilon_attrs[] = {{"epsilon", T::Float}};
+inline constexpr A layernorm_attrs[] = {{"axis", T::Int}, {"epsilon", T::Float}};
+inline constexpr A split_attrs[] = {{"axis", T::Int}, {"split", T::Ints, true}};
+inline constexpr A transpose_attrs[] = {{"perm", T::Ints}};
+inline constexpr A reshape_attrs[] = {{"shape", T::Ints, true}, {"allowzero", T::Int}};
+inline constexpr A pad_attrs[] = {{"pads", T::Ints, true}, {"mode", T::String}, {"value", T::Float}};
+inline constexpr A reduce_attrs[] = {{"axes", T::Ints}, {"keepdims", T::Int}};
+inline constexpr A enlarge_attrs[] = {{"kernel_shape", T::Ints, true}};
+inline constexpr std::span<const A> none{};
+
+constexpr std::uint8_t ew = op_flag_elementwise;
+constexpr std::uint8_t ew_comm = op_flag_elementwise | op_flag_commutative;
+
+// clang-format off
+inline constexpr std::array<OpTraits, op_kind_count> op_table{{
+ {OpKind::Input, "Input", "", 0, 0, none, no_normalize, keep_outputs, no_flops, op_flag_source},
+ {OpKind::Weight, "Weight", "", 0, 0, none, no_normalize, keep_outputs, no_flops, op_flag_source},
+ {OpKind::Constant, "Constant", "Constant", 0, 0, none, no_normalize, keep_outputs, no_flops, op_flag_source},
+ {OpKind::Conv2D, "Conv2D", "Conv", 2, 3, conv_attrs, ConvOp::normalize, ConvOp::infer, ConvOp::flops},
+ {OpKind::MatMul, "MatMul", "MatMul", 2, 2, none, no_normalize, MatMulOp::infer, MatMulOp::flops},
+ {OpKind::Gemm, "Gemm", "Gemm", 2, 3, gemm_attrs, GemmOp::normalize, GemmOp::infer, GemmOp::flops},
+ {OpKind::Add, "Add", "Add", 2, 2, none, no_normalize, BinaryOp::infer, elementwise_flops, ew_comm},
+ {OpKind::Sub, "Sub", "Sub", 2, 2, none, no_normalize, BinaryOp::infer, elementwise_flops, ew},
+ {OpKind::Mul, "Mul", "Mul", 2, 2, none, no_normalize, BinaryOp::infer, elementwise_flops, ew_comm},
+ {OpKind::Div, "Div", "Div", 2, 2, none, no_normalize, BinaryOp::infer, elementwise_flops, ew},
+ {OpKind::Pow, "Pow", "Pow", 2, 2, none, no_normalize, BinaryOp::infer, elementwise_flops, ew},
+ {OpKind::Relu, "Relu", "Relu", 1, 1, none, no_normalize, UnaryOp::infer, elementwise_flops, ew},
+ {OpKind::Sigmoid, "Sigmoid", "Sigmoid", 1, 1, none, no_normalize, UnaryOp::infer, elementwise_flops, ew},
+ {OpKind::Tanh, "Tanh", "Tanh", 1, 1, none, no_normalize, UnaryOp::infer, elementwise_flops, ew},
+ {OpKind::Erf, "Erf", "Erf", 1, 1, none, no_normalize, UnaryOp::infer, elementwise_flops, ew},
+ {OpKind::Sqrt, "Sqrt", "Sqrt", 1, 1, none, no_normalize, UnaryOp::infer, elementwise_flops, ew},
+ {OpKind::Identity, "Identity", "Identity", 1, 1, none, no_normalize, UnaryOp::infer, no_flops, op_flag_view},
+ {OpKind::Clip, "Clip", "Clip", 1, 1, clip_attrs, ClipOp::normalize, UnaryOp::infer, elementwise_flops, ew},
+ {OpKind::Softmax, "Softmax", "Softmax", 1, 1, axis_attrs, SoftmaxOp::normalize, SoftmaxOp::infer, SoftmaxOp::flops},
+ {OpKind::MaxPool, "MaxPool", "MaxPool", 1, 1, maxpool_attrs, PoolOp::normalize, PoolOp::infer, PoolOp::flops},
+ {OpKind::AveragePool, "AveragePool", "AveragePool", 1, 1, avgpool_attrs, PoolOp::normalize_average, PoolOp::infer, PoolOp::flops},
+ {OpKind::GlobalAveragePool, "GlobalAveragePool", "GlobalAveragePool", 1, 1, none, no_normalize, GlobalAveragePoolOp::infer, GlobalAveragePoolOp::flops},
+ {OpKind::BatchNormalization, "BatchNormalization", "BatchNormalization", 5, 5, epsilon_attrs, BatchNormOp::normalize, BatchNormOp::infer, BatchNormOp::flops, op_flag_none, 1u << 4},
+ {OpKind::LayerNormalization, "LayerNormalization", "LayerNormalization", 2, 3, layernorm_attrs, LayerNormOp::normalize, LayerNormOp::infer, LayerNormOp::flops},
+ {OpKind::Concat, "Concat", "Concat", 1, -1, concat_attrs, ConcatOp::normalize, ConcatOp::infer, no_flops},
+ {OpKind::Split, "Split", "Split", 1, 1, split_attrs, SplitOp::normalize, SplitOp::infer, no_flops},
+ {OpKind::Transpose, "Transpose", "Transpose", 1, 1, transpose_attrs, TransposeOp::normalize, TransposeOp::infer, no_flops},
+ {OpKind::Reshape, "Reshape", "Reshape", 1, 1, reshape_attrs, ReshapeOp::normalize, ReshapeOp::infer, no_flops, op_flag_view},
+ {OpKind::Flatten, "Flatten", "Flatten", 1, 1, axis_attrs, FlattenOp::normalize, FlattenOp::infer, no_flops, op_flag_view},
+ {OpKind::Pad, "Pad", "Pad", 1, 1, pad_attrs, PadOp::normalize, PadOp::infer, no_flops},
+ {OpKind::ReduceMean, "ReduceMean", "ReduceMean", 1, 1, reduce_attrs, ReduceMeanOp::normalize, ReduceMeanOp::infer, ReduceMeanOp::flops},
+ {OpKind::Enlarge, "Enlarge", "", 1, 1, enlarge_attrs, no_normalize, EnlargeOp::infer, no_flops},
+ {OpKind::Opaque, "Opaque", "", 0, -1, none, no_normalize, keep_outputs, no_flops, op_flag_opaque},
+}};
+// clang-format on
+
+constexpr bool table_is_indexed_by_kind() {
+    for (std::size_t i = 0; i < op_table.size(); ++i)
+        if (static_cast<std::size_t>(op_table[i].kind) != i) return false;
+    return true;
+}
+static_assert(table_is_indexed_by_kind(), "op_table rows must be in OpKind order");
+
+}  // namespace detail
+
+/// The traits of `kind`.
+[[nodiscard]] constexpr const OpTraits& op_traits(OpKind kind) noexcept {
+    return detail::op_table[static_cast<std::size_t>(kind)];
+}
+
+/// Our name of `kind` ("Conv2D").
+[[nodiscard]] constexpr std::string_view op_name(OpKind kind) noexcept { return op_traits(kind).name; }
+
+/// The op kind named `name` (our name, e.g. "Conv2D"), if any.
+[[nodiscard]] constexpr std::optional<OpKind> op_kind_from_name(std::string_view name) noexcept {
+    for (const auto& t : detail::op_table)
+        if (t.name == name) return t.kind;
+    return std::nullopt;
+}
+
+/// The core op kind for an ONNX op_type in the default domain, if it has one.
+[[nodiscard]] constexpr std::optional<OpKind> op_kind_from_onnx(std::string_view onnx_name) noexcept {
+    if (onnx_name.empty()) return std::nullopt;
+    for (const auto& t : detail::op_table)
+        if (t.onnx_name == onnx_name) return t.kind;
+    return std::nullopt;
+}
+
+/// Bytes an op reads and writes: every input and output once, none for views and sources.
+[[nodiscard]] inline double op_bytes(const OpTraits& traits, std::span<const TensorType> inputs,
+                                     std::span<const TensorType> outputs) noexcept {
+    if (traits.has(op_flag_view) || traits.has(op_flag_source)) return 0.0;
+    double bytes = 0;
+    for (const auto& t : inputs) bytes += static_cast<double>(t.bytes());
+    for (const auto& t : outputs) bytes += static_cast<double>(t.bytes());
+    return bytes;
+}
+
+}  // namespace rlflow
