@@ -229,3 +229,22 @@ TEST_CASE("memory profile frees tensors after their last use and aliases views")
     CHECK(m.peak_activation_bytes == 2048);
     CHECK(m.weight_bytes == 40);
 }
+
+TEST_CASE("ceil-mode pooling drops a last window that would start in the end padding") {
+    Graph g;
+    const auto x = g.add_input("x", f32({1, 1, 5, 5}));
+    // span = 5 + 1 + 1 - 2 = 5; ceil(5/2) + 1 = 4 windows, but the 4th starts at 6 >= 5 + 1.
+    Attributes pool{{"kernel_shape", std::vector<std::int64_t>{2, 2}}, {"strides", std::vector<std::int64_t>{2, 2}},
+                    {"pads", std::vector<std::int64_t>{1, 1, 1, 1}}, {"ceil_mode", std::int64_t{1}}};
+    CHECK(g.type({g.add_node(OpKind::MaxPool, {{x, 0}}, pool), 0}).shape == Shape{1, 1, 3, 3});
+}
+
+TEST_CASE("memory profile frees outputs nobody reads as soon as they exist") {
+    Graph g;
+    const auto x = g.add_input("x", f32({64}));  // 256 B
+    const auto s = g.add_node(OpKind::Split, {{x, 0}}, {{"split", std::vector<std::int64_t>{32, 32}}});  // 2 x 128 B
+    const auto r = g.add_node(OpKind::Relu, {{s, 0}});  // 128 B
+    g.add_output({r, 0}, "y");
+    // Split runs with x live: 256 + 256 = 512; the unread half and x are then freed.
+    CHECK(memory_profile(g).peak_activation_bytes == 512);
+}

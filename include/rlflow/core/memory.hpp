@@ -3,9 +3,10 @@
 /// The memory model: peak activation memory when a graph runs in a topological schedule,
 /// and the bytes of its weights.
 ///
-/// A tensor is allocated when its producer runs and freed after its last consumer ran,
-/// unless it is a graph output. View ops (Reshape, Flatten, Identity) allocate nothing:
-/// their output aliases the input buffer and keeps it alive. Graph inputs count as
+/// A tensor is allocated when its producer runs and freed after its last consumer ran
+/// (right after its producer if it has none), unless it is a graph output. View ops
+/// (Reshape, Flatten, Identity) allocate nothing: their output aliases the input buffer
+/// and keeps it alive. Graph inputs count as
 /// activations; weights and constants count as weight bytes.
 
 #include <rlflow/core/graph.hpp>
@@ -56,6 +57,9 @@ struct MemoryProfile {
             const TensorRef r = root[in.node.value][in.index];
             if (--pending[r.node.value][r.index] == 0) live -= g.type(r).bytes();
         }
+        // An output nobody reads and no graph output names is freed as soon as it exists.
+        for (std::uint32_t i = 0; i < n.outputs.size(); ++i)
+            if (!n.traits().has(op_flag_view) && pending[id.value][i] == 0) live -= n.outputs[i].type.bytes();
     }
     return profile;
 }

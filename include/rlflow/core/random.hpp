@@ -41,7 +41,8 @@ public:
     double uniform(double lo, double hi) noexcept { return lo + (hi - lo) * uniform(); }
     /// Uniform integer in [0, n), n > 0 (Lemire's multiply-shift, negligible bias for small n).
     std::uint64_t below(std::uint64_t n) noexcept {
-        return static_cast<std::uint64_t>((static_cast<unsigned __int128>(next()) * n) >> 64);
+        __extension__ typedef unsigned __int128 Wide;  // __extension__: no -Wpedantic warning
+        return static_cast<std::uint64_t>((static_cast<Wide>(next()) * n) >> 64);
     }
     /// Standard normal (Box-Muller).
     double normal() noexcept {

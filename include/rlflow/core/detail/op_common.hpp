@@ -64,8 +64,12 @@ inline void default_float(Attributes& attrs, std::string_view name, double fallb
                                                 bool ceil_mode) {
     const std::int64_t span = in + pad_begin + pad_end - ((kernel - 1) * dilation + 1);
     if (span < 0) return 0;
-    if (ceil_mode) return (span + stride - 1) / stride + 1;
-    return span / stride + 1;
+    if (!ceil_mode) return span / stride + 1;
+    // Ceil mode may add a last window; it is dropped when it would start inside the end
+    // padding (PyTorch's rule, which ONNX Runtime and the opset-19 spec follow).
+    std::int64_t out = (span + stride - 1) / stride + 1;
+    if ((out - 1) * stride >= in + pad_begin) --out;
+    return out;
 }
 
 [[nodiscard]] inline std::vector<TensorType> one(DType dtype, const Shape& shape) {

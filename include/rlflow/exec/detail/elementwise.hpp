@@ -1,0 +1,139 @@
+#pragma once
+/// \file
+/// Elementwise kernels: unary activations (also used by Conv2D's fused activation) and
+/// the numpy-broadcasting binary ops Add, Sub, Mul, Div and Pow.
+
+#include <rlflow/core/op_kind.hpp>
+#include <rlflow/exec/detail/eigen.hpp>
+#include <rlflow/exec/detail/view.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace rlflow::detail {
+
+// ---- unary -----------------------------------------------------------------------------
+
+inline void apply_relu(std::span<const float> x, std::span<float> y) { array(y) = array(x).max(0.0f); }
+/// 1 / (1 + e^-x); exp overflowing to inf for very negative x still gives the right 0.
+inline void apply_sigmoid(std::span<const float> x, std::span<float> y) {
+    array(y) = (1.0f + (-array(x)).exp()).inverse();
+}
+inline void apply_tanh(std::span<const float> x, std::span<float> y) { array(y) = array(x).tanh(); }
+inline void apply_sqrt(std::span<const float> x, std::span<float> y) { array(y) = array(x).sqrt(); }
+inline void apply_erf(std::span<const float> x, std::span<float> y) {
+    for (std::size_t i = 0; i < x.size(); ++i) y[i] = std::erf(x[i]);
+}
+
+/// Applies a fused activation in place.
+inline void apply_activation(Activation activation, std::span<float> y) {
+    switch (activation) {
+        case Activation::None: return;
+        case Activation::Relu: apply_relu(y, y); return;
+        case Activation::Sigmoid: apply_sigmoid(y, y); return;
+        case Activation::Tanh: apply_tanh(y, y); return;
+    }
+}
+
+/// A kernel for a one-input, one-output elementwise function.
+template <void (*Function)(std::span<const float>, std::span<float>)>
+void unary_kernel(const KernelArgs& args) {
+    Function(args.inputs[0].data, args.outputs[0].data);
+}
+
+/// Clip(min, max): the bounds default to -inf and +inf.
+inline void clip_kernel(const KernelArgs& args) {
+    const auto low = static_cast<float>(args.node.attributes.get_float("min", -std::numeric_limits<double>::infinity()));
+    const auto high = static_cast<float>(args.node.attributes.get_float("max", std::numeric_limits<double>::infinity()));
+    array(args.outputs[0].data) = array(args.inputs[0].data).max(low).min(high);
+}
+
+/// Copies the input: what a view op computes when it is not aliased.
+inline void copy_kernel(const KernelArgs& args) {
+    std::copy(args.inputs[0].data.begin(), args.inputs[0].data.end(), args.outputs[0].data.begin());
+}
+
+// ---- binary ----------------------------------------------------------------------------
+
+struct AddFn {
+    static float apply(float a, float b) noexcept { return a + b; }
+};
+struct SubFn {
+    static float apply(float a, float b) noexcept { return a - b; }
+};
+struct MulFn {
+    static float apply(float a, float b) noexcept { return a * b; }
+};
+struct DivFn {
+    static float apply(float a, float b) noexcept { return a / b; }
+};
+struct PowFn {
+    static float apply(float a, float b) noexcept { return std::pow(a, b); }
+};
+
+/// y[i] = f(a[i * a_step], b[i * b_step]) for i < n; the unit and zero strides get their
+/// own loops so the compiler vectorises them.
+template <class Fn>
+void binary_row(const float* a, std::int64_t a_step, const float* b, std::int64_t b_step, float* y, std::int64_t n) {
+    if (a_step == 1 && b_step == 1) {
+        for (std::int64_t i = 0; i < n; ++i) y[i] = Fn::apply(a[i], b[i]);
+    } else if (a_step == 1 && b_step == 0) {
+        const float scalar = b[0];
+        for (std::int64_t i = 0; i < n; ++i) y[i] = Fn::apply(a[i], scalar);
+    } else if (a_step == 0 && b_step == 1) {
+        const float scalar = a[0];
+        for (std::int64_t i = 0; i < n; ++i) y[i] = Fn::apply(scalar, b[i]);
+    } else {
+        for (std::int64_t i = 0; i < n; ++i) y[i] = Fn::apply(a[i * a_step], b[i * b_step]);
+    }
+}
+
+/// `operand` without its leading 1s equals the trailing dimensions of `target`: it tiles
+/// `target` contiguously (a bias add).
+[[nodiscard]] inline bool tiles_as_suffix(const Shape& operand, const Shape& target) noexcept {
+    int first = 0;
+    while (first < operand.rank() && operand[first] == 1) ++first;
+    const int suffix = operand.rank() - first;
+    if (suffix > target.rank()) return false;
+    for (int i = 0; i < suffix; ++i)
+        if (operand[first + i] != target[target.rank() - suffix + i]) return false;
+    return true;
+}
+
+/// Runs the contiguous fast paths (equal sizes, scalar operand, suffix tiling) when one
+/// applies; returns false otherwise.
+template <class Fn>
+bool binary_fast_path(const ConstView& a, const ConstView& b, const MutableView& y) {
+    const std::int64_t n = y.shape.numel(), na = a.shape.numel(), nb = b.shape.numel();
+    if (na == n && nb == n) {
+        binary_row<Fn>(a.data.data(), 1, b.data.data(), 1, y.data.data(), n);
+    } else if (na == n && tiles_as_suffix(b.shape, y.shape)) {
+        for (std::int64_t start = 0; start < n; start += nb)
+            binary_row<Fn>(a.data.data() + start, 1, b.data.data(), nb == 1 ? 0 : 1, y.data.data() + start, nb);
+    } else if (nb == n && tiles_as_suffix(a.shape, y.shape)) {
+        for (std::int64_t start = 0; start < n; start += na)
+            binary_row<Fn>(a.data.data(), na == 1 ? 0 : 1, b.data.data() + start, 1, y.data.data() + start, na);
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/// A numpy-broadcasting binary op: fast paths first, then a strided walk over rows.
+template <class Fn>
+void binary_kernel(const KernelArgs& args) {
+    const ConstView& a = args.inputs[0];
+    const ConstView& b = args.inputs[1];
+    const MutableView& y = args.outputs[0];
+    if (y.shape.numel() == 0 || binary_fast_path<Fn>(a, b, y)) return;
+    const std::array<Strides, 3> strides{contiguous_strides(y.shape), broadcast_strides(a.shape, y.shape),
+                                         broadcast_strides(b.shape, y.shape)};
+    const std::int64_t a_step = inner_stride(y.shape, strides[1]);
+    const std::int64_t b_step = inner_stride(y.shape, strides[2]);
+    for_each_row(y.shape, strides, [&](const std::array<std::int64_t, 3>& at, std::int64_t length) {
+        binary_row<Fn>(a.data.data() + at[1], a_step, b.data.data() + at[2], b_step, y.data.data() + at[0], length);
+    });
+}
+
+}  // namespace rlflow::detail

@@ -1,0 +1,8 @@
+#pragma once
+/// \file
+/// The umbrella header: everything on the CPU side. CUDA backends are only reachable
+/// through their own headers (cost/cudnn_profiler.hpp, nn/backend/cublas.hpp).
+
+#include <rlflow/core.hpp>
+#include <rlflow/exec.hpp>
+#include <rlflow/models.hpp>

@@ -1,0 +1,84 @@
+// Drives the built `rlflow` program as a user would and checks its output and exit codes.
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+struct Result {
+    int exit_code;
+    std::string output;
+};
+
+/// Runs `rlflow <arguments>`, capturing stdout and stderr together.
+Result run_cli(const std::string& arguments, bool merge_stderr = true) {
+    const std::string command = std::string(RLFLOW_CLI_PATH) + " " + arguments + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+    FILE* pipe = popen(command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::string output;
+    std::array<char, 4096> buffer{};
+    while (const std::size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), n);
+    const int status = pclose(pipe);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+}  // namespace
+
+TEST_CASE("zoo list names every built-in model") {
+    const Result r = run_cli("zoo list");
+    CHECK(r.exit_code == 0);
+    for (const char* name : {"resnet18", "resnet50", "inception_v3", "squeezenet1_1", "bert", "resnext50", "nasnet_a",
+                             "nasrnn", "vit_base"})
+        CHECK_MESSAGE(r.output.find(name) != std::string::npos, name);
+}
+
+TEST_CASE("info --json reports the resnet50 architecture") {
+    const Result r = run_cli("info zoo:resnet50 --json", false);
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.output);
+    CHECK(j["model"] == "zoo:resnet50");
+    CHECK(j["op_histogram"]["Conv2D"] == 53);
+    CHECK(j["op_histogram"]["BatchNormalization"] == 53);
+    CHECK(j["flops"].get<double>() > 7.0e9);  // about 4.1 GMACs
+    CHECK(j["flops"].get<double>() < 9.0e9);
+    CHECK(j["activation_peak_bytes"].get<std::int64_t>() > 0);
+    CHECK(j["weight_bytes"].get<std::int64_t>() == 4 * j["parameters"].get<std::int64_t>());
+}
+
+TEST_CASE("info prints a readable summary with the op histogram") {
+    const Result r = run_cli("info zoo:bert");
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find("Softmax") != std::string::npos);
+    CHECK(r.output.find("LayerNormalization") != std::string::npos);
+    CHECK(r.output.find("GFLOP") != std::string::npos);
+}
+
+TEST_CASE("info --batch scales activations but not weights") {
+    const auto one = nlohmann::json::parse(run_cli("info zoo:resnet18 --json", false).output);
+    const auto four = nlohmann::json::parse(run_cli("info zoo:resnet18 --json --batch 4", false).output);
+    CHECK(four["weight_bytes"] == one["weight_bytes"]);
+    CHECK(four["activation_peak_bytes"].get<std::int64_t>() == 4 * one["activation_peak_bytes"].get<std::int64_t>());
+}
+
+TEST_CASE("an unknown zoo name exits 2 and lists the valid names") {
+    const Result r = run_cli("info zoo:resnet51");
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("resnet51") != std::string::npos);
+    CHECK(r.output.find("resnet50") != std::string::npos);
+}
+
+TEST_CASE("a missing model file exits 2 with a clear message") {
+    const Result r = run_cli("info /nonexistent/model.onnx");
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("/nonexistent/model.onnx") != std::string::npos);
+    CHECK(r.output.find("no such file") != std::string::npos);
+}
+
+TEST_CASE("usage errors exit 2") {
+    CHECK(run_cli("").exit_code == 2);
+    CHECK(run_cli("info").exit_code == 2);
+    CHECK(run_cli("frobnicate").exit_code == 2);
+    CHECK(run_cli("info zoo:bert --batch 0").exit_code == 2);
+}

@@ -1,0 +1,134 @@
+#include "model_facts.hpp"
+
+#include <rlflow/core/canonical.hpp>
+#include <rlflow/exec/executor.hpp>
+#include <rlflow/exec/random.hpp>
+#include <rlflow/models/zoo.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <set>
+#include <string>
+
+using namespace rlflow;
+using namespace model_facts;
+
+namespace {
+
+const std::string all_names
+    = "resnet18, resnet50, inception_v3, squeezenet1_1, bert, resnext50, nasnet_a, nasrnn, vit_base";
+
+/// Op kind -> count over the whole graph.
+std::map<std::string, std::size_t> histogram(const Graph& g) { return graph_statistics(g).op_histogram; }
+
+}  // namespace
+
+TEST_CASE("the zoo lists the thesis's five graphs and TASO's and X-RLflow's four") {
+    std::string names;
+    for (const auto& entry : models::zoo_entries()) {
+        names += (names.empty() ? "" : ", ") + std::string(entry.name);
+        CHECK_FALSE(entry.description.empty());
+    }
+    CHECK(names == all_names);
+}
+
+TEST_CASE("every zoo model validates, marks its outputs and names every tensor uniquely") {
+    for (const auto& entry : models::zoo_entries()) {
+        CAPTURE(entry.name);
+        const Graph g = models::build_zoo_model(entry.name);
+        CHECK_NOTHROW(g.validate());
+        CHECK_FALSE(g.outputs().empty());
+        CHECK(graph_statistics(g).opaque_nodes == 0);
+        std::set<std::string> names;
+        std::size_t tensors = 0;
+        for (const Node& n : g.nodes())
+            for (const auto& out : n.outputs) {
+                names.insert(out.name);
+                ++tensors;
+            }
+        CHECK(names.size() == tensors);
+        for (const NodeId id : g.weights()) CHECK(g.node(id).data == nullptr);  // declared, not filled
+    }
+}
+
+TEST_CASE("zoo models produce their documented output shapes") {
+    const std::pair<const char*, Shape> expected[]
+        = {{"resnet18", {1, 1000}},       {"resnet50", {1, 1000}}, {"inception_v3", {1, 1000}},
+           {"squeezenet1_1", {1, 1000}},  {"bert", {1, 128, 768}}, {"resnext50", {1, 1000}},
+           {"nasnet_a", {1, 5120, 7, 7}}, {"nasrnn", {1, 512}},    {"vit_base", {1, 1000}}};
+    for (const auto& [name, shape] : expected) {
+        CAPTURE(name);
+        const Graph g = models::build_zoo_model(name);
+        REQUIRE(g.outputs().size() == 1);
+        CHECK(output_shape(g) == shape);
+    }
+}
+
+TEST_CASE("the batch option changes only the batch dimension") {
+    constexpr std::int64_t batch = 3;
+    for (const auto& entry : models::zoo_entries()) {
+        CAPTURE(entry.name);
+        const Graph one = models::build_zoo_model(entry.name);
+        const Graph three = models::build_zoo_model(entry.name, {.batch = batch});
+        CHECK_NOTHROW(three.validate());
+        CHECK(histogram(one) == histogram(three));
+        CHECK(trainable_parameters(one) == trainable_parameters(three));
+        REQUIRE(one.inputs().size() == three.inputs().size());
+        for (std::size_t i = 0; i < one.inputs().size(); ++i) {
+            Shape scaled = one.type({one.inputs()[i], 0}).shape;
+            scaled[0] *= batch;
+            CHECK(three.type({three.inputs()[i], 0}).shape == scaled);
+        }
+        Shape scaled = output_shape(one);
+        scaled[0] *= batch;
+        CHECK(output_shape(three) == scaled);
+    }
+}
+
+TEST_CASE("an unknown zoo name is a precondition error listing the valid names") {
+    CHECK_THROWS_WITH_AS(
+        (void)models::build_zoo_model("resnet51"),
+        ("[rlflow.precondition_error] unknown zoo model 'resnet51'; valid names: " + all_names).c_str(),
+        precondition_error);
+    CHECK_THROWS_WITH_AS((void)models::build_zoo_model("bert", {.batch = 0}),
+                         "[rlflow.precondition_error] zoo model 'bert': batch must be at least 1, got 0",
+                         precondition_error);
+}
+
+TEST_CASE("building a zoo model twice gives the same canonical form, and models differ") {
+    std::set<std::uint64_t> hashes;
+    for (const auto& entry : models::zoo_entries()) {
+        CAPTURE(entry.name);
+        const CanonicalForm first = canonical_form(models::build_zoo_model(entry.name));
+        CHECK(first == canonical_form(models::build_zoo_model(entry.name)));
+        CHECK(first.hash != canonical_form(models::build_zoo_model(entry.name, {.batch = 2})).hash);
+        hashes.insert(first.hash);
+    }
+    CHECK(hashes.size() == models::zoo_entries().size());
+}
+
+TEST_CASE("every zoo model runs in the reference executor with finite outputs of the declared shapes") {
+    for (const auto& entry : models::zoo_entries()) {
+        CAPTURE(entry.name);
+        Graph g = models::build_zoo_model(entry.name);
+        exec::fill_random_weights(g, 1);
+        const std::vector<Tensor> inputs = exec::random_inputs(g, 2);
+        const exec::RunResult result = exec::Executor{}.run(g, inputs);
+        REQUIRE(result.outputs.size() == g.outputs().size());
+        for (std::size_t i = 0; i < result.outputs.size(); ++i) {
+            const Tensor& out = result.outputs[i];
+            CHECK(out.shape() == output_shape(g, i));
+            std::size_t finite = 0;
+            float lowest = out.floats()[0], highest = lowest;
+            for (const float v : out.floats()) {
+                finite += std::isfinite(v) ? 1 : 0;
+                lowest = std::min(lowest, v);
+                highest = std::max(highest, v);
+            }
+            CHECK(finite == out.floats().size());
+            CHECK(highest > lowest);  // not a constant output
+        }
+        CHECK(result.peak_activation_bytes == memory_profile(g).peak_activation_bytes);
+    }
+}

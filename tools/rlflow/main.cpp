@@ -1,0 +1,45 @@
+// The rlflow command-line program. Exit codes: 0 success, 2 bad input (any rlflow::error
+// or a usage error), 1 internal error.
+
+#include "command_info.hpp"
+#include "command_zoo.hpp"
+
+#include <rlflow/core/error.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+
+namespace {
+constexpr int exit_ok = 0;
+constexpr int exit_internal = 1;
+constexpr int exit_bad_input = 2;
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"rlflow: faster neural-network graphs through verified rewrites chosen by reinforcement learning"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", "rlflow 0.1.0");
+    rlflow::cli::add_info_command(app);
+    rlflow::cli::add_zoo_command(app);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        app.exit(e);
+        return exit_bad_input;
+    } catch (const rlflow::error& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return exit_bad_input;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "internal error: %s\n", e.what());
+        return exit_internal;
+    }
+    return exit_ok;
+}
