@@ -3,6 +3,10 @@
 #include <rlflow/rlflow.hpp>
 
 #include <cstdio>
+#include <string>
+
+/// FLOPs per GFLOP, for the printed column.
+constexpr double flops_per_gflop = 1e9;
 
 int main() {
     using namespace rlflow;
@@ -10,7 +14,7 @@ int main() {
         const Graph g = models::build_zoo_model(entry.name);
         const GraphStatistics s = graph_statistics(g);
         std::printf("%-14s %5zu ops %11lld params %8.2f GFLOP  hash %016llx\n", std::string(entry.name).c_str(),
-                    s.op_nodes, static_cast<long long>(s.parameters), s.flops / 1e9,
+                    s.op_nodes, static_cast<long long>(s.parameters), s.flops / flops_per_gflop,
                     static_cast<unsigned long long>(canonical_hash(g)));
     }
     return 0;

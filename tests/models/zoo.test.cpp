@@ -1,6 +1,8 @@
 #include "model_facts.hpp"
 
 #include <rlflow/core/canonical.hpp>
+#include <rlflow/core/memory.hpp>
+#include <rlflow/core/statistics.hpp>
 #include <rlflow/exec/executor.hpp>
 #include <rlflow/exec/random.hpp>
 #include <rlflow/models/zoo.hpp>
@@ -8,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <map>
 #include <set>
 #include <string>
 

@@ -9,11 +9,38 @@
 #include <cstddef>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace rlflow {
+
+namespace detail {
+
+/// Float data starts on a cache-line boundary. Vectorised reductions (Eigen's among them)
+/// peel elements up to the first aligned address, so with arbitrary alignment their
+/// summation order, and the last bits of the result, would change from run to run.
+inline constexpr std::size_t tensor_alignment = 64;
+
+template <class T>
+struct AlignedAllocator {
+    using value_type = T;
+    AlignedAllocator() = default;
+    template <class U>
+    AlignedAllocator(const AlignedAllocator<U>&) noexcept {}
+    T* allocate(std::size_t n) {
+        return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{tensor_alignment}));
+    }
+    void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, std::align_val_t{tensor_alignment}); }
+    template <class U>
+    bool operator==(const AlignedAllocator<U>&) const noexcept { return true; }
+};
+
+}  // namespace detail
+
+/// Float storage aligned to detail::tensor_alignment (what Tensor holds float data in).
+using FloatBuffer = std::vector<float, detail::AlignedAllocator<float>>;
 
 /// A dense, row-major host tensor.
 class Tensor {
@@ -31,6 +58,15 @@ public:
 
     /// A float32 tensor holding `values` (its size must equal the shape's element count).
     static Tensor from_floats(const Shape& shape, std::vector<float> values) {
+        RLFLOW_EXPECTS(static_cast<std::int64_t>(values.size()) == shape.numel(), shape_error,
+                       std::to_string(values.size()) + " values do not fill shape " + shape.to_string());
+        Tensor t;
+        t.m_type = {DType::Float32, shape};
+        t.m_floats.assign(values.begin(), values.end());
+        return t;
+    }
+    /// A float32 tensor taking over an aligned buffer (no copy).
+    static Tensor from_buffer(const Shape& shape, FloatBuffer values) {
         RLFLOW_EXPECTS(static_cast<std::int64_t>(values.size()) == shape.numel(), shape_error,
                        std::to_string(values.size()) + " values do not fill shape " + shape.to_string());
         Tensor t;
@@ -101,7 +137,7 @@ private:
     }
 
     TensorType m_type;
-    std::vector<float> m_floats;
+    FloatBuffer m_floats;
     std::vector<std::byte> m_raw;
 };
 

@@ -32,10 +32,12 @@ namespace rlflow::models {
                                          {10, 48, 192, false},
                                          {11, 64, 256, false},
                                          {12, 64, 256, false}}};
+    /// Output channels of the 3x3 stride-2 stem convolution (features.0).
+    constexpr std::int64_t stem_channels = 64;
     const Window pool = Window::square(3, 2);
     Builder b;
     TensorRef x = b.input("input", {batch, rgb_channels, imagenet_resolution, imagenet_resolution});
-    x = b.conv("features.0", x, {.out_channels = 64, .window = Window::square(3, 2), .bias = true});
+    x = b.conv("features.0", x, {.out_channels = stem_channels, .window = Window::square(3, 2), .bias = true});
     x = b.max_pool("features.2", b.relu("features.1", x), pool, true);
     for (const Fire& fire : fires) {
         if (fire.pooled) x = b.max_pool("features." + std::to_string(fire.index - 1), x, pool, true);

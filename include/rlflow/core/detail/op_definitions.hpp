@@ -38,7 +38,7 @@ inline void normalize_axis(Attributes& a, std::span<const TensorType> in, std::s
     if (in.empty()) return;
     const int rank = in[0].shape.rank();
     std::int64_t axis = a.get_int("axis", fallback);
-    if (axis < 0) axis += rank + extra;
+    if (axis < 0) axis += rank;
     if (axis < 0 || axis >= rank + extra)
         throw shape_error(std::string(where) + ": axis " + std::to_string(a.get_int("axis", fallback))
                           + " out of range for " + in[0].shape.to_string());
@@ -386,7 +386,10 @@ struct PadOp {
         for (int i = 0; i < x.rank(); ++i) {
             out[i] = x[i] + pads[static_cast<std::size_t>(i)] + pads[static_cast<std::size_t>(i + x.rank())];
             if (out[i] < 0) c.fail("pads " + ints_to_string(pads) + " crop more than " + x.to_string());
-            const bool needs_source = mode != "constant" && out[i] > 0 && x[i] == 0;
+            // reflect and edge read from the axis after cropping, so it must not be empty.
+            const std::int64_t cropped = x[i] + std::min<std::int64_t>(0, pads[static_cast<std::size_t>(i)])
+                                         + std::min<std::int64_t>(0, pads[static_cast<std::size_t>(i + x.rank())]);
+            const bool needs_source = mode != "constant" && out[i] > 0 && cropped <= 0;
             if (needs_source) c.fail("mode '" + mode + "' cannot pad an empty axis");
         }
         return detail::one(c.inputs[0].dtype, out);
@@ -394,7 +397,7 @@ struct PadOp {
 };
 
 struct ReduceMeanOp {
-    static void normalize(Attributes& a, std::span<const TensorType> in, std::string_view) {
+    static void normalize(Attributes& a, std::span<const TensorType> in, std::string_view where) {
         default_int(a, "keepdims", 1);
         if (!a.has("axes")) a.set("axes", std::vector<std::int64_t>{});
         if (in.empty()) return;
@@ -402,6 +405,8 @@ struct ReduceMeanOp {
         auto axes = a.get_ints("axes");
         for (auto& ax : axes) ax = in[0].shape.normalize_axis(ax);
         std::sort(axes.begin(), axes.end());
+        if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+            throw shape_error(std::string(where) + ": axes " + ints_to_string(a.get_ints("axes")) + " repeat an axis");
         a.set("axes", axes);
     }
     static Infer infer(const OpContext& c) {

@@ -91,13 +91,12 @@ inline void conv_kernel(const KernelArgs& args) {
     const float* w = args.inputs[1].data.data();
     float* y = args.outputs[0].data.data();
     const bool pointwise = g.is_pointwise();
-    const auto columns = pointwise ? nullptr : std::make_unique_for_overwrite<float[]>(
-                                                   static_cast<std::size_t>(g.patch * g.output_pixels));
+    FloatBuffer columns(pointwise ? 0 : static_cast<std::size_t>(g.patch * g.output_pixels));
     for (std::int64_t n = 0; n < g.batch; ++n) {
         for (std::int64_t group = 0; group < g.group; ++group) {
             const float* planes = x + (n * g.group + group) * g.channels * g.input_pixels;
-            if (!pointwise) im2col(planes, g, columns.get());
-            const float* rhs = pointwise ? planes : columns.get();
+            if (!pointwise) im2col(planes, g, columns.data());
+            const float* rhs = pointwise ? planes : columns.data();
             float* out = y + (n * g.group + group) * g.filters * g.output_pixels;
             matrix(out, g.filters, g.output_pixels).noalias() =
                 matrix(w + group * g.filters * g.patch, g.filters, g.patch) * matrix(rhs, g.patch, g.output_pixels);

@@ -101,19 +101,24 @@ void binary_row(const float* a, std::int64_t a_step, const float* b, std::int64_
     return true;
 }
 
-/// Runs the contiguous fast paths (equal sizes, scalar operand, suffix tiling) when one
-/// applies; returns false otherwise.
+/// Runs the contiguous fast paths (equal sizes, a single-element operand, suffix tiling)
+/// when one applies; returns false otherwise.
 template <class Fn>
 bool binary_fast_path(const ConstView& a, const ConstView& b, const MutableView& y) {
     const std::int64_t n = y.shape.numel(), na = a.shape.numel(), nb = b.shape.numel();
     if (na == n && nb == n) {
         binary_row<Fn>(a.data.data(), 1, b.data.data(), 1, y.data.data(), n);
+    } else if (na == n && nb == 1) {
+        // A single-element operand: one zero-stride row over all of y, not n rows of 1.
+        binary_row<Fn>(a.data.data(), 1, b.data.data(), 0, y.data.data(), n);
+    } else if (na == 1 && nb == n) {
+        binary_row<Fn>(a.data.data(), 0, b.data.data(), 1, y.data.data(), n);
     } else if (na == n && tiles_as_suffix(b.shape, y.shape)) {
         for (std::int64_t start = 0; start < n; start += nb)
-            binary_row<Fn>(a.data.data() + start, 1, b.data.data(), nb == 1 ? 0 : 1, y.data.data() + start, nb);
+            binary_row<Fn>(a.data.data() + start, 1, b.data.data(), 1, y.data.data() + start, nb);
     } else if (nb == n && tiles_as_suffix(a.shape, y.shape)) {
         for (std::int64_t start = 0; start < n; start += na)
-            binary_row<Fn>(a.data.data(), na == 1 ? 0 : 1, b.data.data() + start, 1, y.data.data() + start, na);
+            binary_row<Fn>(a.data.data(), 1, b.data.data() + start, 1, y.data.data() + start, na);
     } else {
         return false;
     }

@@ -5,40 +5,47 @@
 #include <rlflow/exec/detail/view.hpp>
 
 #include <algorithm>
+#include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
 namespace rlflow::detail {
 
-/// Concat: every input contributes a contiguous chunk of (its axis extent x inner)
-/// elements to each of the `outer` output blocks.
-inline void concat_kernel(const KernelArgs& args) {
-    const Shape& y = args.outputs[0].shape;
-    const int axis = y.normalize_axis(args.node.attributes.get_int("axis", 0));
-    const std::int64_t outer = y.product(0, axis), inner = y.product(axis + 1, y.rank());
-    const std::int64_t block = y[axis] * inner;
+/// The layout Concat and Split share. Along `axis` of the whole tensor `whole`, part p
+/// (in order) occupies a chunk of (its axis extent x inner) contiguous elements in each
+/// of the `outer` blocks of the whole; calls `copy(part, whole_offset, part_offset,
+/// chunk)` once per part and block.
+template <class Part, class Copy>
+void for_each_axis_chunk(const Shape& whole, int axis, std::span<const Part> parts, Copy&& copy) {
+    const std::int64_t outer = whole.product(0, axis), inner = whole.product(axis + 1, whole.rank());
+    const std::int64_t block = whole[axis] * inner;
     std::int64_t offset = 0;
-    for (const ConstView& in : args.inputs) {
-        const std::int64_t chunk = in.shape[axis] * inner;
-        for (std::int64_t o = 0; o < outer; ++o)
-            std::copy_n(in.data.data() + o * chunk, chunk, args.outputs[0].data.data() + o * block + offset);
+    for (const Part& part : parts) {
+        const std::int64_t chunk = part.shape[axis] * inner;
+        for (std::int64_t o = 0; o < outer; ++o) copy(part, o * block + offset, o * chunk, chunk);
         offset += chunk;
     }
 }
 
+/// Concat: every input contributes its chunk to each block of the output.
+inline void concat_kernel(const KernelArgs& args) {
+    const MutableView& y = args.outputs[0];
+    const int axis = y.shape.normalize_axis(args.node.attributes.get_int("axis", 0));
+    for_each_axis_chunk(y.shape, axis, args.inputs,
+                        [&](const ConstView& in, std::int64_t whole_at, std::int64_t part_at, std::int64_t chunk) {
+                            std::copy_n(in.data.data() + part_at, chunk, y.data.data() + whole_at);
+                        });
+}
+
 /// Split: the inverse of Concat, one output per entry of "split".
 inline void split_kernel(const KernelArgs& args) {
-    const Shape& x = args.inputs[0].shape;
-    const int axis = x.normalize_axis(args.node.attributes.get_int("axis", 0));
-    const std::int64_t outer = x.product(0, axis), inner = x.product(axis + 1, x.rank());
-    const std::int64_t block = x[axis] * inner;
-    std::int64_t offset = 0;
-    for (const MutableView& out : args.outputs) {
-        const std::int64_t chunk = out.shape[axis] * inner;
-        for (std::int64_t o = 0; o < outer; ++o)
-            std::copy_n(args.inputs[0].data.data() + o * block + offset, chunk, out.data.data() + o * chunk);
-        offset += chunk;
-    }
+    const ConstView& x = args.inputs[0];
+    const int axis = x.shape.normalize_axis(args.node.attributes.get_int("axis", 0));
+    for_each_axis_chunk(x.shape, axis, args.outputs,
+                        [&](const MutableView& out, std::int64_t whole_at, std::int64_t part_at, std::int64_t chunk) {
+                            std::copy_n(x.data.data() + whole_at, chunk, out.data.data() + part_at);
+                        });
 }
 
 /// Transpose: walks the output in order, reading the input through permuted strides.

@@ -72,8 +72,8 @@ public:
             const auto sharing = std::count_if(outputs.begin(), outputs.end(),
                                                [&](const GraphOutput& other) { return slot(other.value).root == s.root; });
             const bool movable = sharing == 1 && root.buffer.size() == s.data.size() && !root.buffer.empty();
-            std::vector<float> values = movable ? std::move(root.buffer) : std::vector<float>(s.data.begin(), s.data.end());
-            result.push_back(Tensor::from_floats(s.shape, std::move(values)));
+            FloatBuffer values = movable ? std::move(root.buffer) : FloatBuffer(s.data.begin(), s.data.end());
+            result.push_back(Tensor::from_buffer(s.shape, std::move(values)));
         }
         return result;
     }
@@ -87,7 +87,7 @@ private:
         Shape shape;
         TensorRef root;
         /// Storage of a root an op produced (empty for borrowed data and views).
-        std::vector<float> buffer;
+        FloatBuffer buffer;
         /// On a root: reads still to come, graph outputs counting as one read each.
         std::int64_t pending = 0;
         /// On a root: the activation bytes it holds while live.
@@ -137,7 +137,7 @@ private:
         m_live -= root.bytes;
         root.bytes = 0;
         root.data = {};
-        std::vector<float>().swap(root.buffer);
+        FloatBuffer().swap(root.buffer);
     }
 
     const Graph& m_graph;

@@ -7,6 +7,9 @@
 #include <rlflow/core/random.hpp>
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
 #include <vector>
 
 namespace rlflow::detail {
@@ -22,7 +25,7 @@ inline constexpr std::uint64_t weight_stream_salt = 0x77656967687473ULL;  // "we
 inline constexpr std::uint64_t input_stream_salt = 0x696e70757473ULL;     // "inputs"
 
 /// Bits of `OpTraits::positive_inputs`: slots at or past it are never positive.
-inline constexpr std::uint32_t positive_slot_bits = 8;
+inline constexpr std::uint32_t positive_slot_bits = std::numeric_limits<decltype(OpTraits::positive_inputs)>::digits;
 
 /// Whether some consumer of `value` declares that input slot strictly positive
 /// (`OpTraits::positive_inputs`), looking through view ops (a reshaped variance).
