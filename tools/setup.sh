@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Installs, with apt-get and without prompts, whatever rlflow's build needs that this
 # Debian machine lacks. Safe to run again: it installs nothing when all is present.
+#   bash tools/setup.sh          build dependencies
+#   bash tools/setup.sh --test   also the test oracles: the ONNX conformance data
+#                                (libonnx-testdata) and ONNX Runtime (npm, in tools/ort)
 set -euo pipefail
+cd "$(dirname "$0")/.."
+with_tests=0
+[ "${1:-}" = "--test" ] && with_tests=1
 
 packages=(
   g++ cmake make ccache
@@ -15,8 +21,25 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+if [ $with_tests -eq 1 ]; then
+  dpkg-query -W -f='${Status}' libonnx-testdata 2>/dev/null | grep -q "install ok installed" || missing+=(libonnx-testdata)
+  # tools/ort runs ONNX Runtime (npm onnxruntime-node) as the test oracle. Checked by
+  # command, not by package: a NodeSource nodejs bundles npm and conflicts with Debian's.
+  command -v node >/dev/null || missing+=(nodejs)
+  command -v npm >/dev/null || missing+=(npm)
+fi
+
+install_ort() {
+  [ $with_tests -eq 1 ] || return 0
+  [ -d tools/ort/node_modules/onnxruntime-node ] && return 0
+  echo "setup: installing onnxruntime-node into tools/ort"
+  # The package's post-install step would download binaries; it bundles the CPU ones.
+  (cd tools/ort && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --loglevel=error)
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "setup: all build dependencies are installed"
+  echo "setup: all dependencies are installed"
+  install_ort
   exit 0
 fi
 
@@ -29,3 +52,4 @@ echo "setup: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+install_ort

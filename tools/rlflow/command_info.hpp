@@ -15,7 +15,7 @@ namespace rlflow::cli {
 
 struct InfoOptions {
     std::string model;
-    std::int64_t batch = 1;
+    ModelOptions load;
     bool json = false;
 };
 
@@ -67,10 +67,10 @@ inline void add_info_command(CLI::App& app) {
     auto options = std::make_shared<InfoOptions>();
     CLI::App* cmd = app.add_subcommand("info", "Print node count, op histogram, parameters, FLOPs and memory");
     cmd->add_option("model", options->model, "an .onnx file or zoo:NAME")->required();
-    cmd->add_option("--batch", options->batch, "batch size for zoo models")->check(CLI::PositiveNumber);
+    add_model_flags(*cmd, options->load);
     cmd->add_flag("--json", options->json, "print JSON instead of text");
     cmd->callback([options] {
-        const Graph g = load_model(options->model, options->batch);
+        const Graph g = load_model(options->model, options->load);
         g.validate();
         const GraphStatistics s = graph_statistics(g);
         if (options->json) std::cout << info_json(options->model, g, s).dump(2) << "\n";

@@ -1,7 +1,9 @@
 // The rlflow command-line program. Exit codes: 0 success, 2 bad input (any rlflow::error
 // or a usage error), 1 internal error.
 
+#include "command_convert.hpp"
 #include "command_info.hpp"
+#include "command_run.hpp"
 #include "command_zoo.hpp"
 
 #include <rlflow/core/error.hpp>
@@ -23,6 +25,9 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", "rlflow 0.1.0");
     rlflow::cli::add_info_command(app);
     rlflow::cli::add_zoo_command(app);
+    rlflow::cli::add_convert_command(app);
+    rlflow::cli::add_weights_command(app);
+    rlflow::cli::add_run_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -31,6 +36,9 @@ int main(int argc, char** argv) {
         return app.exit(e);
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
+    } catch (const CLI::RuntimeError& e) {  // a check that ran and failed, e.g. `run --expect`
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return e.get_exit_code();
     } catch (const CLI::ParseError& e) {
         app.exit(e);
         return exit_bad_input;

@@ -36,20 +36,24 @@ struct CanonicalForm {
 
 namespace detail {
 
+/// Float attributes are float32 in ONNX and in every kernel, so values that differ only
+/// below float precision are the same attribute.
+[[nodiscard]] inline double as_float32(double v) noexcept { return static_cast<double>(static_cast<float>(v)); }
+
 inline void encode_attribute_value(ByteWriter& w, const AttributeValue& value) {
     w.u64(value.index());
     std::visit(
         [&](const auto& v) {
             using V = std::decay_t<decltype(v)>;
             if constexpr (std::is_same_v<V, std::int64_t>) w.i64(v);
-            else if constexpr (std::is_same_v<V, double>) w.f64(v);
+            else if constexpr (std::is_same_v<V, double>) w.f64(as_float32(v));
             else if constexpr (std::is_same_v<V, std::string>) w.str(v);
             else if constexpr (std::is_same_v<V, std::vector<std::int64_t>>) {
                 w.u64(v.size());
                 for (auto x : v) w.i64(x);
             } else if constexpr (std::is_same_v<V, std::vector<double>>) {
                 w.u64(v.size());
-                for (auto x : v) w.f64(x);
+                for (auto x : v) w.f64(as_float32(x));
             } else if constexpr (std::is_same_v<V, std::vector<std::string>>) {
                 w.u64(v.size());
                 for (const auto& x : v) w.str(x);

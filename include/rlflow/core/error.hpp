@@ -42,6 +42,8 @@ RLFLOW_DEFINE_ERROR(rule_error);
 RLFLOW_DEFINE_ERROR(checkpoint_error);
 /// A failed CUDA, cuBLAS or cuDNN call.
 RLFLOW_DEFINE_ERROR(cuda_error);
+/// A file that cannot be read or written.
+RLFLOW_DEFINE_ERROR(io_error);
 /// A bad argument to a public function (a violated user precondition).
 RLFLOW_DEFINE_ERROR(precondition_error);
 

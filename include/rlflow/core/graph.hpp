@@ -8,8 +8,10 @@
 #include <rlflow/core/node.hpp>
 
 #include <algorithm>
-#include <deque>
+#include <functional>
+#include <map>
 #include <optional>
+#include <queue>
 #include <ranges>
 #include <string>
 #include <utility>
@@ -36,6 +38,9 @@ struct ModelInfo {
     /// (domain, version); the default domain is "".
     std::vector<std::pair<std::string, std::int64_t>> opset_imports{{"", 17}};
     std::vector<std::pair<std::string, std::string>> metadata_props;
+    /// Serialised ONNX TypeProto of graph inputs, outputs and opaque results whose type a
+    /// TensorType cannot express exactly (symbolic dims, sequences, optionals), by name.
+    std::map<std::string, std::string> onnx_value_types;
 };
 
 /// A computation graph.
@@ -251,24 +256,26 @@ public:
         return std::nullopt;
     }
 
-    /// A topological order: Kahn's algorithm, ready nodes taken in id order, so the order
-    /// is a function of the graph alone. Throws graph_error naming a node on a cycle.
+    /// A topological order: Kahn's algorithm taking the smallest ready id first, so the
+    /// order is a function of the graph alone, and a graph whose id order is already
+    /// topological (an imported one) keeps that order. Throws graph_error naming a node
+    /// on a cycle.
     [[nodiscard]] std::vector<NodeId> topological_order() const {
         std::vector<std::uint32_t> pending(m_nodes.size(), 0);
-        std::deque<NodeId> ready;
+        std::priority_queue<NodeId, std::vector<NodeId>, std::greater<>> ready;
         for (const Node& n : nodes()) {
             for (const auto& in : n.inputs) pending[n.id.value] += in.present() ? 1u : 0u;
-            if (pending[n.id.value] == 0) ready.push_back(n.id);
+            if (pending[n.id.value] == 0) ready.push(n.id);
         }
         std::vector<NodeId> order;
         order.reserve(m_live);
         while (!ready.empty()) {
-            const NodeId id = ready.front();
-            ready.pop_front();
+            const NodeId id = ready.top();
+            ready.pop();
             order.push_back(id);
             for (const auto& out : node(id).outputs)
                 for (const Use& u : out.uses)
-                    if (--pending[u.node.value] == 0) ready.push_back(u.node);
+                    if (--pending[u.node.value] == 0) ready.push(u.node);
         }
         if (order.size() != m_live) {
             for (const Node& n : nodes())

@@ -1,0 +1,202 @@
+#pragma once
+/// \file
+/// How each core op is written as standard ONNX (opsets 11-17, and 18 where an attribute
+/// moved to an input). Fused convolutions become Conv + activation, or ORT's
+/// com.microsoft.FusedConv on request; attributes that ONNX takes as constant inputs
+/// (Reshape's shape, Split's sizes, Pad's pads, Clip's bounds) become initializers.
+
+#include <rlflow/core/graph.hpp>
+#include <rlflow/onnx/detail/attributes.hpp>
+
+#include <cmath>
+#include <initializer_list>
+#include <limits>
+#include <set>
+#include <unordered_set>
+
+namespace rlflow::onnx_io::detail {
+
+inline constexpr std::string_view microsoft_domain = "com.microsoft";
+
+/// Hands out tensor names that are unique within the exported graph.
+class NameTable {
+public:
+    /// Reserves `name` if free and returns it; otherwise returns a fresh variant.
+    std::string claim(const std::string& name) {
+        if (m_used.insert(name).second) return name;
+        for (std::size_t i = 1;; ++i) {
+            std::string candidate = name + "__" + std::to_string(i);
+            if (m_used.insert(candidate).second) return candidate;
+        }
+    }
+
+private:
+    std::unordered_set<std::string> m_used;
+};
+
+/// What an export function sees and may add to.
+struct ExportContext {
+    const Node& node;
+    std::int64_t opset;
+    bool fused_conv_microsoft;
+    /// Tensor names of the node's inputs ("" for absent) and outputs.
+    std::vector<std::string> inputs;
+    std::vector<std::string> outputs;
+    std::vector<TensorType> input_types;
+    pb::GraphProto& graph;
+    /// Tensor names and node names, each unique in the graph.
+    NameTable& names;
+    NameTable& node_names;
+    std::set<std::string>& domains;
+
+    pb::NodeProto& emit(std::string_view op_type, const std::vector<std::string>& in, const std::vector<std::string>& out,
+                        std::string_view domain = {}) {
+        pb::NodeProto& n = *graph.add_node();
+        n.set_op_type(std::string(op_type));
+        n.set_name(node_names.claim(node.name));
+        if (!domain.empty()) {
+            n.set_domain(std::string(domain));
+            domains.insert(std::string(domain));
+        }
+        for (const auto& i : in) n.add_input(i);
+        for (const auto& o : out) n.add_output(o);
+        return n;
+    }
+    /// Copies the node's attributes except `skipped`.
+    void copy_attributes(pb::NodeProto& n, std::initializer_list<std::string_view> skipped = {}) const {
+        for (const auto& [name, value] : node.attributes) {
+            if (std::find(skipped.begin(), skipped.end(), name) != skipped.end()) continue;
+            attribute_to_proto(name, value, *n.add_attribute());
+        }
+    }
+    /// Adds an int64 vector initializer and returns its name.
+    std::string ints_initializer(const std::string& hint, const std::vector<std::int64_t>& values) {
+        const std::string name = names.claim(hint);
+        *graph.add_initializer() =
+            tensor_to_proto(Tensor::from_values(DType::Int64, Shape{static_cast<std::int64_t>(values.size())}, values), name);
+        return name;
+    }
+    /// Adds a float scalar initializer and returns its name.
+    std::string scalar_initializer(const std::string& hint, double value) {
+        const std::string name = names.claim(hint);
+        *graph.add_initializer() = tensor_to_proto(Tensor::from_floats(Shape{}, {static_cast<float>(value)}), name);
+        return name;
+    }
+    [[noreturn]] void fail(const std::string& message) const { throw onnx_error(node.describe() + ": " + message); }
+};
+
+using ExportFn = void (*)(ExportContext&);
+
+inline void export_direct(ExportContext& c) {
+    pb::NodeProto& n = c.emit(op_traits(c.node.op).onnx_name, c.inputs, c.outputs);
+    c.copy_attributes(n);
+}
+
+inline void export_conv(ExportContext& c) {
+    constexpr std::string_view activation_ops[] = {"", "Relu", "Sigmoid", "Tanh"};
+    const auto act = static_cast<std::size_t>(c.node.attributes.get_int("activation", 0));
+    if (act == 0) {
+        c.copy_attributes(c.emit("Conv", c.inputs, c.outputs), {"activation"});
+        return;
+    }
+    if (c.fused_conv_microsoft) {
+        pb::NodeProto& n = c.emit("FusedConv", c.inputs, c.outputs, microsoft_domain);
+        c.copy_attributes(n, {"activation"});
+        attribute_to_proto("activation", std::string(activation_ops[act]), *n.add_attribute());
+        return;
+    }
+    const std::string pre = c.names.claim(c.outputs[0] + "_preactivation");
+    c.copy_attributes(c.emit("Conv", c.inputs, {pre}), {"activation"});
+    c.emit(activation_ops[act], {pre}, c.outputs);
+}
+
+inline void export_reshape(ExportContext& c) {
+    constexpr std::int64_t allowzero_since = 14;
+    const auto& shape = c.node.attributes.get_ints("shape");
+    pb::NodeProto& n = c.emit("Reshape", {c.inputs[0], c.ints_initializer(c.outputs[0] + "_shape", shape)}, c.outputs);
+    // The resolved target may hold a real 0; without allowzero ONNX would copy that dim.
+    if (std::find(shape.begin(), shape.end(), 0) != shape.end()) {
+        if (c.opset < allowzero_since) c.fail("a zero-sized reshape target needs opset 14");
+        attribute_to_proto("allowzero", std::int64_t{1}, *n.add_attribute());
+    }
+}
+
+inline void export_split(ExportContext& c) {
+    constexpr std::int64_t input_since = 13;
+    if (c.opset < input_since) {
+        export_direct(c);
+        return;
+    }
+    const std::string sizes = c.ints_initializer(c.outputs[0] + "_split", c.node.attributes.get_ints("split"));
+    c.copy_attributes(c.emit("Split", {c.inputs[0], sizes}, c.outputs), {"split"});
+}
+
+inline void export_pad(ExportContext& c) {
+    constexpr std::int64_t inputs_since = 11;
+    if (c.opset < inputs_since) {
+        export_direct(c);
+        return;
+    }
+    std::vector<std::string> in{c.inputs[0], c.ints_initializer(c.outputs[0] + "_pads", c.node.attributes.get_ints("pads"))};
+    const std::string& mode = c.node.attributes.get<std::string>("mode");
+    if (mode == "constant") in.push_back(c.scalar_initializer(c.outputs[0] + "_value", c.node.attributes.get_float("value", 0)));
+    c.copy_attributes(c.emit("Pad", in, c.outputs), {"pads", "value"});
+}
+
+inline void export_clip(ExportContext& c) {
+    constexpr std::int64_t inputs_since = 11;
+    const double lo = c.node.attributes.get_float("min", -INFINITY), hi = c.node.attributes.get_float("max", INFINITY);
+    if (c.opset < inputs_since) {
+        constexpr double largest = std::numeric_limits<float>::max();
+        pb::NodeProto& n = c.emit("Clip", c.inputs, c.outputs);
+        attribute_to_proto("min", std::max(lo, -largest), *n.add_attribute());
+        attribute_to_proto("max", std::min(hi, largest), *n.add_attribute());
+        return;
+    }
+    std::vector<std::string> in{c.inputs[0], std::isinf(lo) ? "" : c.scalar_initializer(c.outputs[0] + "_min", lo)};
+    if (!std::isinf(hi)) in.push_back(c.scalar_initializer(c.outputs[0] + "_max", hi));
+    while (in.back().empty()) in.pop_back();
+    c.emit("Clip", in, c.outputs);
+}
+
+inline void export_softmax(ExportContext& c) {
+    constexpr std::int64_t single_axis_since = 13;
+    const int rank = c.node.outputs[0].type.shape.rank();
+    if (c.opset < single_axis_since && c.node.attributes.get_int("axis", -1) != rank - 1)
+        c.fail("Softmax over a middle axis needs opset 13");
+    export_direct(c);
+}
+
+inline void export_average_pool(ExportContext& c) {
+    const auto& dilations = c.node.attributes.get_ints("dilations");
+    if (std::any_of(dilations.begin(), dilations.end(), [](std::int64_t d) { return d != 1; }))
+        c.fail("dilated AveragePool needs opset 19");
+    c.copy_attributes(c.emit("AveragePool", c.inputs, c.outputs), {"dilations"});
+}
+
+inline void export_reduce_mean(ExportContext& c) {
+    constexpr std::int64_t axes_input_since = 18;
+    const auto& axes = c.node.attributes.get_ints("axes");
+    std::vector<std::string> in{c.inputs[0]};
+    if (c.opset >= axes_input_since && !axes.empty()) in.push_back(c.ints_initializer(c.outputs[0] + "_axes", axes));
+    pb::NodeProto& n = c.emit("ReduceMean", in, c.outputs);
+    c.copy_attributes(n, {"axes"});
+    if (c.opset < axes_input_since && !axes.empty()) attribute_to_proto("axes", axes, *n.add_attribute());
+}
+
+inline void export_layer_norm(ExportContext& c) {
+    constexpr std::int64_t layer_norm_since = 17;
+    if (c.opset < layer_norm_since) c.fail("LayerNormalization needs opset 17");
+    export_direct(c);
+}
+
+/// Enlarge is a centred zero Pad of the kernel's two spatial axes.
+inline void export_enlarge(ExportContext& c) {
+    const Shape& from = c.input_types.at(0).shape;
+    const Shape& to = c.node.outputs[0].type.shape;
+    const std::int64_t top = (to[2] - from[2]) / 2, left = (to[3] - from[3]) / 2;
+    const std::vector<std::int64_t> pads{0, 0, top, left, 0, 0, to[2] - from[2] - top, to[3] - from[3] - left};
+    c.emit("Pad", {c.inputs[0], c.ints_initializer(c.outputs[0] + "_pads", pads)}, c.outputs);
+}
+
+}  // namespace rlflow::onnx_io::detail

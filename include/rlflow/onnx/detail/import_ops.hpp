@@ -1,0 +1,347 @@
+#pragma once
+/// \file
+/// How each ONNX op in the default domain maps onto a core op. An import function either
+/// returns the core node to create or std::nullopt, and then the node is carried as an
+/// opaque node: any attribute or input it does not understand makes it opaque, so an
+/// import never changes what a node computes.
+
+#include <rlflow/core/op_traits.hpp>
+#include <rlflow/onnx/detail/attributes.hpp>
+
+#include <algorithm>
+#include <array>
+#include <initializer_list>
+#include <span>
+
+namespace rlflow::onnx_io::detail {
+
+/// One input of the ONNX node being imported.
+struct ImportOperand {
+    /// Empty for an absent optional input.
+    std::string name;
+    /// The type, when known exactly (a static float tensor for core ops).
+    std::optional<TensorType> type;
+    /// The value, when the input is a known constant.
+    const Tensor* constant = nullptr;
+};
+
+/// What an import function sees of an ONNX node.
+struct ImportContext {
+    const pb::NodeProto& node;
+    std::int64_t opset;
+    std::span<const ImportOperand> inputs;
+    std::string where;
+
+    [[nodiscard]] bool present(std::size_t i) const { return i < inputs.size() && !inputs[i].name.empty(); }
+    [[nodiscard]] const Tensor* constant(std::size_t i) const { return present(i) ? inputs[i].constant : nullptr; }
+    [[nodiscard]] const Shape* shape(std::size_t i) const {
+        return present(i) && inputs[i].type ? &inputs[i].type->shape : nullptr;
+    }
+};
+
+/// The core node an ONNX node becomes: which ONNX inputs stay tensor inputs (the others
+/// were folded into attributes), and the attributes.
+struct CoreNodeSpec {
+    OpKind op;
+    std::vector<std::size_t> tensor_inputs;
+    Attributes attributes;
+    /// For a single-output ONNX node expressed by a multi-output core op (a Slice as one
+    /// part of a Split): the core output that carries the ONNX output.
+    std::optional<std::uint32_t> selected_output = std::nullopt;
+};
+
+using ImportFn = std::optional<CoreNodeSpec> (*)(const ImportContext&);
+
+/// An ONNX attribute the core op has no slot for, accepted only with its neutral value.
+struct IgnorableAttribute {
+    std::string_view name;
+    std::int64_t neutral;
+};
+
+/// The first `count` present inputs, in order.
+[[nodiscard]] inline std::vector<std::size_t> first_inputs(const ImportContext& c, std::size_t count) {
+    std::vector<std::size_t> out;
+    for (std::size_t i = 0; i < std::min(count, c.inputs.size()); ++i)
+        if (c.present(i)) out.push_back(i);
+    return out;
+}
+
+/// Copies the node's attributes that the core op's schema names (types must match).
+/// Returns nullopt on any other attribute, unless it is `skipped` (handled by the caller)
+/// or ignorable with its neutral value.
+[[nodiscard]] inline std::optional<Attributes> schema_attributes(const ImportContext& c, OpKind op,
+                                                                std::initializer_list<std::string_view> skipped = {},
+                                                                std::initializer_list<IgnorableAttribute> ignorable = {}) {
+    const OpTraits& t = op_traits(op);
+    Attributes out;
+    for (const auto& a : c.node.attribute()) {
+        if (std::find(skipped.begin(), skipped.end(), a.name()) != skipped.end()) continue;
+        const auto ignore = std::find_if(ignorable.begin(), ignorable.end(),
+                                         [&](const IgnorableAttribute& i) { return i.name == a.name(); });
+        if (ignore != ignorable.end()) {
+            if (a.type() == pb::AttributeProto::INT && a.i() != ignore->neutral) return std::nullopt;
+            continue;
+        }
+        const auto spec = std::find_if(t.attributes.begin(), t.attributes.end(),
+                                       [&](const AttributeSpec& s) { return s.name == a.name(); });
+        if (spec == t.attributes.end()) return std::nullopt;
+        AttributeValue value = attribute_from_proto(a, c.where);
+        if (value.index() != static_cast<std::size_t>(spec->type)) return std::nullopt;
+        out.set(a.name(), std::move(value));
+    }
+    return out;
+}
+
+/// The common case: the first `arity` inputs stay tensors, attributes map by name.
+template <OpKind Op, std::size_t Arity>
+std::optional<CoreNodeSpec> import_direct(const ImportContext& c) {
+    auto attributes = schema_attributes(c, Op);
+    if (!attributes || c.inputs.size() > Arity) return std::nullopt;
+    return CoreNodeSpec{Op, first_inputs(c, Arity), std::move(*attributes)};
+}
+
+/// The integer values of a constant input (int32 or int64), if it is one.
+[[nodiscard]] inline std::optional<std::vector<std::int64_t>> constant_ints(const ImportContext& c, std::size_t i) {
+    const Tensor* t = c.constant(i);
+    if (!t) return std::nullopt;
+    if (t->dtype() == DType::Int64) return t->to_vector<std::int64_t>();
+    if (t->dtype() == DType::Int32) {
+        const auto v = t->to_vector<std::int32_t>();
+        return std::vector<std::int64_t>(v.begin(), v.end());
+    }
+    return std::nullopt;
+}
+
+/// The value of a constant scalar float input, if it is one.
+[[nodiscard]] inline std::optional<double> constant_scalar(const ImportContext& c, std::size_t i) {
+    const Tensor* t = c.constant(i);
+    if (!t || t->dtype() != DType::Float32 || t->numel() != 1) return std::nullopt;
+    return static_cast<double>(t->floats()[0]);
+}
+
+/// Resolves ONNX auto_pad into explicit [begins..., ends...] pads for a 2-D window op.
+/// Returns false if the padding cannot be resolved (non-static input).
+inline bool resolve_auto_pad(const ImportContext& c, Attributes& attributes, const std::vector<std::int64_t>& kernel) {
+    const std::string mode = attribute_string(c.node, "auto_pad", "NOTSET");
+    if (mode == "NOTSET") return true;
+    const Shape* x = c.shape(0);
+    if (!x || x->rank() != 4) return false;
+    const auto strides = attributes.get_or<std::vector<std::int64_t>>("strides", {1, 1});
+    const auto dilations = attributes.get_or<std::vector<std::int64_t>>("dilations", {1, 1});
+    std::vector<std::int64_t> pads(4, 0);
+    if (mode == "SAME_UPPER" || mode == "SAME_LOWER") {
+        for (std::size_t i = 0; i < 2; ++i) {
+            const std::int64_t in = (*x)[static_cast<int>(i) + 2];
+            const std::int64_t out = (in + strides[i] - 1) / strides[i];
+            const std::int64_t total = std::max<std::int64_t>(0, (out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - in);
+            const std::int64_t small = total / 2;
+            pads[i] = mode == "SAME_UPPER" ? small : total - small;
+            pads[i + 2] = total - pads[i];
+        }
+    } else if (mode != "VALID") {
+        return false;
+    }
+    attributes.set("pads", pads);
+    return true;
+}
+
+inline std::optional<CoreNodeSpec> import_conv(const ImportContext& c) {
+    constexpr int image_rank = 4;  // core Conv2D is NCHW
+    const Shape* x = c.shape(0);
+    const Shape* w = c.shape(1);
+    if (!x || !w || x->rank() != image_rank || w->rank() != image_rank) return std::nullopt;
+    auto attributes = schema_attributes(c, OpKind::Conv2D, {"auto_pad"});
+    if (!attributes || attributes->has("activation")) return std::nullopt;
+    if (!resolve_auto_pad(c, *attributes, {(*w)[2], (*w)[3]})) return std::nullopt;
+    return CoreNodeSpec{OpKind::Conv2D, first_inputs(c, 3), std::move(*attributes)};
+}
+
+template <OpKind Op>
+std::optional<CoreNodeSpec> import_pool(const ImportContext& c) {
+    constexpr int image_rank = 4;  // core pools are 2-D over NCHW
+    const Shape* x = c.shape(0);
+    auto attributes = schema_attributes(c, Op, {"auto_pad"}, {{"storage_order", 0}});
+    if (!x || x->rank() != image_rank || !attributes || !attributes->has("kernel_shape")) return std::nullopt;
+    if (!resolve_auto_pad(c, *attributes, attributes->get_ints("kernel_shape"))) return std::nullopt;
+    return CoreNodeSpec{Op, {0}, std::move(*attributes)};
+}
+
+inline std::optional<CoreNodeSpec> import_clip(const ImportContext& c) {
+    constexpr std::int64_t inputs_since = 11;
+    if (c.opset < inputs_since) return import_direct<OpKind::Clip, 1>(c);
+    if (c.node.attribute_size() != 0) return std::nullopt;
+    Attributes attributes;
+    for (const auto& [slot, name] : {std::pair{std::size_t{1}, "min"}, std::pair{std::size_t{2}, "max"}}) {
+        if (!c.present(slot)) continue;
+        const auto value = constant_scalar(c, slot);
+        if (!value) return std::nullopt;
+        attributes.set(name, *value);
+    }
+    return CoreNodeSpec{OpKind::Clip, {0}, std::move(attributes)};
+}
+
+inline std::optional<CoreNodeSpec> import_softmax(const ImportContext& c) {
+    constexpr std::int64_t single_axis_since = 13;
+    auto spec = import_direct<OpKind::Softmax, 1>(c);
+    if (!spec || c.opset >= single_axis_since) return spec;
+    // Before opset 13 Softmax normalised over all dims from `axis` on (default 1); that
+    // equals the single-axis op only when `axis` is the last dimension.
+    const Shape* x = c.shape(0);
+    if (!x) return std::nullopt;
+    std::int64_t axis = spec->attributes.get_int("axis", 1);
+    if (axis < 0) axis += x->rank();
+    if (axis != x->rank() - 1) return std::nullopt;
+    spec->attributes.set("axis", axis);
+    return spec;
+}
+
+inline std::optional<CoreNodeSpec> import_split(const ImportContext& c) {
+    constexpr std::int64_t input_since = 13;
+    auto attributes = schema_attributes(c, OpKind::Split);
+    const Shape* x = c.shape(0);
+    if (!attributes || !x) return std::nullopt;
+    if (c.opset >= input_since && c.present(1)) {
+        const auto sizes = constant_ints(c, 1);
+        if (!sizes) return std::nullopt;
+        attributes->set("split", *sizes);
+    }
+    if (!attributes->has("split")) {  // equal parts, one per output
+        const auto parts = static_cast<std::int64_t>(c.node.output_size());
+        const std::int64_t axis = attributes->get_int("axis", 0);
+        const std::int64_t extent = (*x)[static_cast<int>(axis < 0 ? axis + x->rank() : axis)];
+        if (parts == 0 || extent % parts != 0) return std::nullopt;
+        attributes->set("split", std::vector<std::int64_t>(static_cast<std::size_t>(parts), extent / parts));
+    }
+    return CoreNodeSpec{OpKind::Split, {0}, std::move(*attributes)};
+}
+
+inline std::optional<CoreNodeSpec> import_reshape(const ImportContext& c) {
+    auto attributes = schema_attributes(c, OpKind::Reshape);
+    const auto shape = constant_ints(c, 1);
+    if (!attributes || !shape) return std::nullopt;
+    attributes->set("shape", *shape);
+    return CoreNodeSpec{OpKind::Reshape, {0}, std::move(*attributes)};
+}
+
+inline std::optional<CoreNodeSpec> import_pad(const ImportContext& c) {
+    constexpr std::int64_t inputs_since = 11;
+    if (c.opset < inputs_since) return import_direct<OpKind::Pad, 1>(c);
+    auto attributes = schema_attributes(c, OpKind::Pad);
+    const auto pads = constant_ints(c, 1);
+    if (!attributes || !pads || c.present(3)) return std::nullopt;
+    attributes->set("pads", *pads);
+    if (c.present(2)) {
+        const auto value = constant_scalar(c, 2);
+        if (!value) return std::nullopt;
+        attributes->set("value", *value);
+    }
+    return CoreNodeSpec{OpKind::Pad, {0}, std::move(*attributes)};
+}
+
+inline std::optional<CoreNodeSpec> import_reduce_mean(const ImportContext& c) {
+    constexpr std::int64_t axes_input_since = 18;
+    if (c.opset >= axes_input_since) return std::nullopt;
+    return import_direct<OpKind::ReduceMean, 1>(c);
+}
+
+inline std::optional<CoreNodeSpec> import_batch_norm(const ImportContext& c) {
+    auto attributes = schema_attributes(c, OpKind::BatchNormalization, {"momentum"},
+                                        {{"spatial", 1}, {"training_mode", 0}, {"is_test", 1}});
+    if (!attributes) return std::nullopt;
+    return CoreNodeSpec{OpKind::BatchNormalization, first_inputs(c, 5), std::move(*attributes)};
+}
+
+/// Gemm before opset 7 had a "broadcast" flag; with it set the semantics are today's.
+inline std::optional<CoreNodeSpec> import_gemm(const ImportContext& c) {
+    auto attributes = schema_attributes(c, OpKind::Gemm, {}, {{"broadcast", 1}});
+    if (!attributes) return std::nullopt;
+    return CoreNodeSpec{OpKind::Gemm, first_inputs(c, 3), std::move(*attributes)};
+}
+
+inline std::optional<CoreNodeSpec> import_layer_norm(const ImportContext& c) {
+    auto attributes = schema_attributes(c, OpKind::LayerNormalization, {}, {{"stash_type", 1}});
+    if (!attributes) return std::nullopt;
+    return CoreNodeSpec{OpKind::LayerNormalization, first_inputs(c, 3), std::move(*attributes)};
+}
+
+/// The static output shape of Unsqueeze/Squeeze, whose axes come from an attribute
+/// (before opset 13) or a constant input.
+[[nodiscard]] inline std::optional<std::vector<std::int64_t>> squeeze_axes(const ImportContext& c) {
+    constexpr std::int64_t axes_input_since = 13;
+    if (c.opset < axes_input_since) return attribute_ints(c.node, "axes");
+    if (!c.present(1)) return std::vector<std::int64_t>{};
+    return constant_ints(c, 1);
+}
+
+/// Unsqueeze of a static tensor is a Reshape.
+inline std::optional<CoreNodeSpec> import_unsqueeze(const ImportContext& c) {
+    const Shape* x = c.shape(0);
+    const auto axes = squeeze_axes(c);
+    if (!x || !axes || axes->empty()) return std::nullopt;
+    const int rank = x->rank() + static_cast<int>(axes->size());
+    if (rank > Shape::max_rank) return std::nullopt;
+    std::vector<bool> inserted(static_cast<std::size_t>(rank), false);
+    for (auto a : *axes) {
+        const std::int64_t axis = a < 0 ? a + rank : a;
+        if (axis < 0 || axis >= rank || inserted[static_cast<std::size_t>(axis)]) return std::nullopt;
+        inserted[static_cast<std::size_t>(axis)] = true;
+    }
+    std::vector<std::int64_t> out;
+    int next = 0;
+    for (int i = 0; i < rank; ++i) out.push_back(inserted[static_cast<std::size_t>(i)] ? 1 : (*x)[next++]);
+    return CoreNodeSpec{OpKind::Reshape, {0}, Attributes{{"shape", out}}};
+}
+
+/// Squeeze of a static tensor is a Reshape.
+inline std::optional<CoreNodeSpec> import_squeeze(const ImportContext& c) {
+    const Shape* x = c.shape(0);
+    const auto axes = squeeze_axes(c);
+    if (!x || !axes) return std::nullopt;
+    std::vector<bool> removed(static_cast<std::size_t>(x->rank()), false);
+    for (int i = 0; i < x->rank(); ++i) removed[static_cast<std::size_t>(i)] = axes->empty() && (*x)[i] == 1;
+    for (auto a : *axes) {
+        const std::int64_t axis = a < 0 ? a + x->rank() : a;
+        if (axis < 0 || axis >= x->rank() || (*x)[static_cast<int>(axis)] != 1) return std::nullopt;
+        removed[static_cast<std::size_t>(axis)] = true;
+    }
+    std::vector<std::int64_t> out;
+    for (int i = 0; i < x->rank(); ++i)
+        if (!removed[static_cast<std::size_t>(i)]) out.push_back((*x)[i]);
+    return CoreNodeSpec{OpKind::Reshape, {0}, Attributes{{"shape", out}}};
+}
+
+/// A unit-step Slice of a static tensor along one axis is one part of a Split: [before,
+/// kept, after], without empty parts. Slices over several axes stay opaque.
+inline std::optional<CoreNodeSpec> import_slice(const ImportContext& c) {
+    constexpr std::int64_t inputs_since = 10;
+    const Shape* x = c.shape(0);
+    if (!x || c.opset < inputs_since) return std::nullopt;
+    const auto starts = constant_ints(c, 1), ends = constant_ints(c, 2);
+    auto axes = c.present(3) ? constant_ints(c, 3) : std::optional<std::vector<std::int64_t>>(std::vector<std::int64_t>{});
+    const auto steps = c.present(4) ? constant_ints(c, 4) : std::optional<std::vector<std::int64_t>>(std::vector<std::int64_t>{});
+    if (!starts || !ends || !axes || !steps || starts->size() != ends->size()) return std::nullopt;
+    if (axes->empty())
+        for (std::size_t i = 0; i < starts->size(); ++i) axes->push_back(static_cast<std::int64_t>(i));
+    std::optional<std::array<std::int64_t, 3>> cut;  // axis, begin, end
+    for (std::size_t i = 0; i < starts->size(); ++i) {
+        if (!steps->empty() && (*steps)[i] != 1) return std::nullopt;
+        const std::int64_t axis = (*axes)[i] < 0 ? (*axes)[i] + x->rank() : (*axes)[i];
+        if (axis < 0 || axis >= x->rank()) return std::nullopt;
+        const std::int64_t dim = (*x)[static_cast<int>(axis)];
+        const auto clamp = [dim](std::int64_t v) { return std::clamp<std::int64_t>(v < 0 ? v + dim : v, 0, dim); };
+        const std::int64_t begin = clamp((*starts)[i]), end = clamp((*ends)[i]);
+        if (begin == 0 && end == dim) continue;
+        if (cut || end <= begin) return std::nullopt;
+        cut = std::array<std::int64_t, 3>{axis, begin, end};
+    }
+    if (!cut) return CoreNodeSpec{OpKind::Identity, {0}, {}};
+    const auto [axis, begin, end] = *cut;
+    std::vector<std::int64_t> parts;
+    if (begin > 0) parts.push_back(begin);
+    parts.push_back(end - begin);
+    if (end < (*x)[static_cast<int>(axis)]) parts.push_back((*x)[static_cast<int>(axis)] - end);
+    return CoreNodeSpec{OpKind::Split, {0}, Attributes{{"axis", axis}, {"split", parts}},
+                        static_cast<std::uint32_t>(begin > 0 ? 1 : 0)};
+}
+
+}  // namespace rlflow::onnx_io::detail

@@ -1,0 +1,296 @@
+#pragma once
+/// \file
+/// The ONNX importer's machinery: one pass over the nodes in dependency order that folds
+/// static subgraphs, maps default-domain ops onto core ops where that is exact, and
+/// carries everything else as opaque nodes.
+
+#include <rlflow/core/graph.hpp>
+#include <rlflow/onnx/detail/folding.hpp>
+#include <rlflow/onnx/detail/node_order.hpp>
+#include <rlflow/onnx/detail/op_mapping.hpp>
+#include <rlflow/onnx/detail/types.hpp>
+#include <rlflow/onnx/import_options.hpp>
+
+#include <onnx/shape_inference/implementation.h>
+
+#include <unordered_map>
+#include <unordered_set>
+
+namespace rlflow::onnx_io::detail {
+
+class Importer {
+public:
+    Importer(const pb::ModelProto& model, const ImportOptions& options, std::string source)
+        : m_model(model), m_options(options), m_source(std::move(source)), m_opset(default_opset(model)) {}
+
+    Graph run() {
+        copy_model_info();
+        collect_inferred_types();
+        add_graph_inputs();
+        for (const auto& init : m_model.graph().initializer())
+            m_constants[init.name()] = {tensor_from_proto(init, m_source), Origin::Initializer, {}};
+        if (m_model.graph().sparse_initializer_size() > 0)
+            throw onnx_error(m_source + ": sparse initializers are not supported");
+        count_reads();
+        for (const int i : dependency_order(m_model.graph(), m_source)) import_node(m_model.graph().node(i));
+        add_graph_outputs();
+        keep_unread_initializers();
+        m_graph.validate();
+        return std::move(m_graph);
+    }
+
+private:
+    enum class Origin { Initializer, ConstantNode, Folded };
+    struct Known {
+        Tensor value;
+        Origin origin;
+        std::string node_name;
+    };
+
+    static std::int64_t default_opset(const pb::ModelProto& model) {
+        for (const auto& o : model.opset_import())
+            if (o.domain().empty() || o.domain() == "ai.onnx") return o.version();
+        return 1;
+    }
+    static bool is_default_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+    std::string where(const pb::NodeProto& n) const {
+        return m_source + ": node '" + n.name() + "' (" + n.op_type() + ")";
+    }
+
+    void copy_model_info() {
+        ModelInfo& info = m_graph.info();
+        info.graph_name = m_model.graph().name();
+        info.graph_doc_string = m_model.graph().doc_string();
+        info.producer_name = m_model.producer_name();
+        info.producer_version = m_model.producer_version();
+        info.domain = m_model.domain();
+        info.doc_string = m_model.doc_string();
+        info.ir_version = m_model.ir_version();
+        info.model_version = m_model.model_version();
+        info.opset_imports.clear();
+        for (const auto& o : m_model.opset_import()) info.opset_imports.emplace_back(o.domain(), o.version());
+        for (const auto& p : m_model.metadata_props()) info.metadata_props.emplace_back(p.key(), p.value());
+    }
+
+    /// Types of intermediate tensors from ONNX shape inference, used for opaque nodes.
+    /// Inference is best effort: models with custom-domain ops cannot be inferred in
+    /// full, and their opaque results then keep the types the file itself declares.
+    void collect_inferred_types() {
+        pb::ModelProto copy = m_model;
+        try {
+            ::onnx::shape_inference::InferShapes(copy);
+        } catch (const std::exception&) {
+            copy = m_model;  // keep what the file declares
+        }
+        const auto& g = copy.graph();
+        for (const auto* list : {&g.value_info(), &g.input(), &g.output()})
+            for (const auto& v : *list)
+                if (v.has_type()) m_types[v.name()] = v.type();
+    }
+
+    void add_graph_inputs() {
+        std::unordered_set<std::string> initializers;
+        for (const auto& init : m_model.graph().initializer()) initializers.insert(init.name());
+        for (const auto& v : m_model.graph().input()) {
+            if (initializers.contains(v.name())) continue;
+            if (v.name().empty()) throw onnx_error(m_source + ": a graph input has no name");
+            const TensorType type = declared_type(v.name(), v.type());
+            const auto& data = m_options.data_inputs;
+            const bool weight = v.doc_string() == weight_marker
+                                || (!data.empty() && std::find(data.begin(), data.end(), v.name()) == data.end());
+            const NodeId id = weight ? m_graph.add_weight(v.name(), type) : m_graph.add_input(v.name(), type);
+            m_tensors[v.name()] = {id, 0};
+        }
+    }
+
+    /// The TensorType of a declared value; records the TypeProto when it says more.
+    TensorType declared_type(const std::string& name, const pb::TypeProto& proto) {
+        bool exact = true;
+        const TensorType type = type_from_proto(proto, m_options.dim_values, exact);
+        if (!exact || !type.shape.is_static()) m_graph.info().onnx_value_types[name] = proto.SerializeAsString();
+        return type;
+    }
+
+    void count_reads() {
+        for (const auto& n : m_model.graph().node())
+            for (const auto& name : node_reads(n)) ++m_reads[name];
+        for (const auto& o : m_model.graph().output()) ++m_reads[o.name()];
+    }
+
+    /// The graph tensor called `name`, creating the weight or constant node for a known
+    /// value on first use.
+    TensorRef materialize(const std::string& name, const std::string& context) {
+        if (const auto it = m_tensors.find(name); it != m_tensors.end()) return it->second;
+        const auto known = m_constants.find(name);
+        if (known == m_constants.end())
+            throw onnx_error(context + ": input '" + name + "' is not produced by any node, initializer or graph input");
+        NodeId id;
+        if (known->second.origin == Origin::ConstantNode) {
+            id = m_graph.add_constant(name, known->second.value);
+            if (!known->second.node_name.empty()) m_graph.rename(id, known->second.node_name);
+        } else {
+            id = m_graph.add_weight(name, known->second.value.type(), std::make_shared<const Tensor>(known->second.value));
+        }
+        return m_tensors[name] = {id, 0};
+    }
+
+    void import_node(const pb::NodeProto& n);
+    bool import_constant(const pb::NodeProto& n);
+    bool fold(const pb::NodeProto& n);
+    bool import_core(const pb::NodeProto& n);
+    void import_opaque(const pb::NodeProto& n);
+    std::optional<TensorType> known_type(const std::string& name) const;
+
+    void add_graph_outputs() {
+        for (const auto& v : m_model.graph().output()) {
+            const TensorRef ref = materialize(v.name(), m_source + ": graph output '" + v.name() + "'");
+            m_graph.add_output(ref, v.name());
+            bool exact = true;
+            const TensorType declared = type_from_proto(v.type(), m_options.dim_values, exact);
+            if (!exact || !(declared == m_graph.type(ref)))
+                m_graph.info().onnx_value_types[v.name()] = v.type().SerializeAsString();
+        }
+    }
+
+    /// Initializers nothing reads stay in the model: an import drops nothing.
+    void keep_unread_initializers() {
+        for (const auto& init : m_model.graph().initializer())
+            if (!m_reads.contains(init.name())) (void)materialize(init.name(), m_source);
+    }
+
+    const pb::ModelProto& m_model;
+    const ImportOptions& m_options;
+    std::string m_source;
+    std::int64_t m_opset;
+    Graph m_graph;
+    std::unordered_map<std::string, TensorRef> m_tensors;
+    std::unordered_map<std::string, Known> m_constants;
+    std::unordered_map<std::string, pb::TypeProto> m_types;
+    std::unordered_map<std::string, std::size_t> m_reads;
+};
+
+/// The exact type of a tensor, if known (a type whose dtype is Undefined stands for one
+/// the IR cannot express, e.g. rank > 6, and is not known).
+inline std::optional<TensorType> Importer::known_type(const std::string& name) const {
+    if (const auto it = m_tensors.find(name); it != m_tensors.end()) {
+        const TensorType& t = m_graph.type(it->second);
+        if (t.dtype == DType::Undefined) return std::nullopt;
+        return t;
+    }
+    if (const auto it = m_constants.find(name); it != m_constants.end()) return it->second.value.type();
+    return std::nullopt;
+}
+
+inline void Importer::import_node(const pb::NodeProto& n) {
+    const std::string context = where(n);
+    for (const auto& in : n.input())
+        if (!in.empty() && !m_tensors.contains(in) && !m_constants.contains(in))
+            throw onnx_error(context + ": input '" + in + "' is not produced by any node, initializer or graph input");
+    if (is_default_domain(n.domain()) && n.op_type() == "Constant" && import_constant(n)) return;
+    if (m_options.fold_constants && is_default_domain(n.domain()) && fold(n)) return;
+    if (is_default_domain(n.domain()) && import_core(n)) return;
+    import_opaque(n);
+}
+
+/// A Constant node with a tensor (or scalar/list) value becomes a known constant.
+inline bool Importer::import_constant(const pb::NodeProto& n) {
+    if (n.output_size() != 1 || n.attribute_size() != 1) return false;
+    const auto& a = n.attribute(0);
+    std::optional<Tensor> value;
+    if (a.name() == "value" && a.type() == pb::AttributeProto::TENSOR && a.t().data_type() != static_cast<int>(DType::String))
+        value = tensor_from_proto(a.t(), where(n));
+    else if (a.name() == "value_float") value = Tensor::from_floats(Shape{}, {a.f()});
+    else if (a.name() == "value_floats")
+        value = Tensor::from_floats(Shape{a.floats_size()}, {a.floats().begin(), a.floats().end()});
+    else if (a.name() == "value_int") value = Tensor::from_values<std::int64_t>(DType::Int64, Shape{}, {a.i()});
+    else if (a.name() == "value_ints")
+        value = Tensor::from_values<std::int64_t>(DType::Int64, Shape{a.ints_size()}, {a.ints().begin(), a.ints().end()});
+    if (!value) return false;
+    m_constants[n.output(0)] = {std::move(*value), Origin::ConstantNode, n.name()};
+    return true;
+}
+
+inline bool Importer::fold(const pb::NodeProto& n) {
+    if (!is_foldable(n.op_type())) return false;
+    std::vector<FoldInput> inputs;
+    for (const auto& name : n.input()) {
+        FoldInput in;
+        if (!name.empty()) {
+            if (const auto it = m_constants.find(name); it != m_constants.end()) in.value = &it->second.value;
+            in.type = known_type(name);
+        }
+        inputs.push_back(in);
+    }
+    auto outputs = fold_node(n, inputs, m_opset, m_source);
+    if (!outputs || outputs->size() != static_cast<std::size_t>(n.output_size())) return false;
+    for (int i = 0; i < n.output_size(); ++i)
+        if (!n.output(i).empty())
+            m_constants[n.output(i)] = {std::move((*outputs)[static_cast<std::size_t>(i)]), Origin::Folded, n.name()};
+    return true;
+}
+
+inline bool Importer::import_core(const pb::NodeProto& n) {
+    const ImportFn import = import_for(n.op_type());
+    if (!import) return false;
+    std::vector<ImportOperand> operands;
+    for (const auto& name : n.input()) {
+        ImportOperand o{name, name.empty() ? std::nullopt : known_type(name), nullptr};
+        if (const auto it = m_constants.find(name); !name.empty() && it != m_constants.end()) o.constant = &it->second.value;
+        operands.push_back(std::move(o));
+    }
+    const std::string context = where(n);
+    const auto spec = import(ImportContext{n, m_opset, operands, context});
+    if (!spec) return false;
+    // Core ops compute on static float32 tensors; anything else stays opaque.
+    for (const std::size_t i : spec->tensor_inputs) {
+        const auto& type = operands[i].type;
+        if (!type || type->dtype != DType::Float32 || !type->shape.is_static()) return false;
+    }
+    // Which ONNX output each core output carries (-1: an internal part of a Split).
+    std::vector<int> carried;
+    const std::size_t core_outputs = spec->op == OpKind::Split ? spec->attributes.get_ints("split").size() : 1;
+    for (std::size_t i = 0; i < core_outputs; ++i)
+        carried.push_back(spec->selected_output ? (i == *spec->selected_output ? 0 : -1) : static_cast<int>(i));
+    const int mapped = spec->selected_output ? 1 : static_cast<int>(core_outputs);
+    if (mapped > n.output_size()) return false;
+    for (int i = mapped; i < n.output_size(); ++i)
+        if (!n.output(i).empty() && m_reads.contains(n.output(i))) return false;  // e.g. a read MaxPool Indices
+    std::vector<TensorRef> inputs;
+    for (const std::size_t i : spec->tensor_inputs) inputs.push_back(materialize(operands[i].name, context));
+    NodeId id;
+    try {
+        id = m_graph.add_node(spec->op, std::move(inputs), spec->attributes, n.name());
+    } catch (const rlflow::error& e) {
+        throw onnx_error(context + ": " + e.what());
+    }
+    for (std::size_t i = 0; i < core_outputs; ++i) {
+        if (carried[i] < 0) continue;
+        const TensorRef ref{id, static_cast<std::uint32_t>(i)};
+        m_graph.rename_output(ref, n.output(carried[i]));
+        m_tensors[n.output(carried[i])] = ref;
+    }
+    return true;
+}
+
+inline void Importer::import_opaque(const pb::NodeProto& n) {
+    const std::string context = where(n);
+    std::vector<TensorRef> inputs;
+    for (const auto& name : n.input()) inputs.push_back(name.empty() ? TensorRef{} : materialize(name, context));
+    std::vector<TensorType> types;
+    for (const auto& out : n.output()) {
+        const auto it = m_types.find(out);
+        types.push_back(it == m_types.end() || out.empty() ? TensorType{DType::Undefined, {}}
+                                                            : declared_type(out, it->second));
+        if (it == m_types.end() && !out.empty()) m_graph.info().onnx_value_types.erase(out);
+    }
+    Attributes attributes;
+    for (const auto& a : n.attribute()) attributes.set(a.name(), attribute_from_proto(a, context));
+    const NodeId id = m_graph.add_opaque(n.op_type(), n.domain(), std::move(inputs), std::move(types),
+                                         std::move(attributes), n.name());
+    for (int i = 0; i < n.output_size(); ++i) {
+        m_graph.rename_output({id, static_cast<std::uint32_t>(i)}, n.output(i));
+        if (!n.output(i).empty()) m_tensors[n.output(i)] = {id, static_cast<std::uint32_t>(i)};
+    }
+}
+
+}  // namespace rlflow::onnx_io::detail

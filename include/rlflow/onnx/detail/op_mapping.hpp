@@ -1,0 +1,89 @@
+#pragma once
+/// \file
+/// The ONNX column of the op table: for every op kind, how an ONNX node becomes it and
+/// how it is written back. Indexed by OpKind like core's op_traits() and the executor's
+/// kernel table; source and opaque nodes are handled by the importer and exporter.
+
+#include <rlflow/onnx/detail/export_ops.hpp>
+#include <rlflow/onnx/detail/import_ops.hpp>
+
+#include <array>
+
+namespace rlflow::onnx_io::detail {
+
+struct OnnxMapping {
+    OpKind kind;
+    ImportFn import;
+    ExportFn write;
+};
+
+// clang-format off
+inline constexpr std::array<OnnxMapping, op_kind_count> onnx_mapping{{
+    {OpKind::Input, nullptr, nullptr},
+    {OpKind::Weight, nullptr, nullptr},
+    {OpKind::Constant, nullptr, nullptr},
+    {OpKind::Conv2D, import_conv, export_conv},
+    {OpKind::MatMul, import_direct<OpKind::MatMul, 2>, export_direct},
+    {OpKind::Gemm, import_gemm, export_direct},
+    {OpKind::Add, import_direct<OpKind::Add, 2>, export_direct},
+    {OpKind::Sub, import_direct<OpKind::Sub, 2>, export_direct},
+    {OpKind::Mul, import_direct<OpKind::Mul, 2>, export_direct},
+    {OpKind::Div, import_direct<OpKind::Div, 2>, export_direct},
+    {OpKind::Pow, import_direct<OpKind::Pow, 2>, export_direct},
+    {OpKind::Relu, import_direct<OpKind::Relu, 1>, export_direct},
+    {OpKind::Sigmoid, import_direct<OpKind::Sigmoid, 1>, export_direct},
+    {OpKind::Tanh, import_direct<OpKind::Tanh, 1>, export_direct},
+    {OpKind::Erf, import_direct<OpKind::Erf, 1>, export_direct},
+    {OpKind::Sqrt, import_direct<OpKind::Sqrt, 1>, export_direct},
+    {OpKind::Identity, import_direct<OpKind::Identity, 1>, export_direct},
+    {OpKind::Clip, import_clip, export_clip},
+    {OpKind::Softmax, import_softmax, export_softmax},
+    {OpKind::MaxPool, import_pool<OpKind::MaxPool>, export_direct},
+    {OpKind::AveragePool, import_pool<OpKind::AveragePool>, export_average_pool},
+    {OpKind::GlobalAveragePool, import_direct<OpKind::GlobalAveragePool, 1>, export_direct},
+    {OpKind::BatchNormalization, import_batch_norm, export_direct},
+    {OpKind::LayerNormalization, import_layer_norm, export_layer_norm},
+    {OpKind::Concat, import_direct<OpKind::Concat, 1024>, export_direct},
+    {OpKind::Split, import_split, export_split},
+    {OpKind::Transpose, import_direct<OpKind::Transpose, 1>, export_direct},
+    {OpKind::Reshape, import_reshape, export_reshape},
+    {OpKind::Flatten, import_direct<OpKind::Flatten, 1>, export_direct},
+    {OpKind::Pad, import_pad, export_pad},
+    {OpKind::ReduceMean, import_reduce_mean, export_reduce_mean},
+    {OpKind::Enlarge, nullptr, export_enlarge},
+    {OpKind::Opaque, nullptr, nullptr},
+}};
+// clang-format on
+
+constexpr bool onnx_mapping_is_indexed_by_kind() {
+    for (std::size_t i = 0; i < onnx_mapping.size(); ++i)
+        if (static_cast<std::size_t>(onnx_mapping[i].kind) != i) return false;
+    return true;
+}
+static_assert(onnx_mapping_is_indexed_by_kind(), "onnx_mapping rows must be in OpKind order");
+
+[[nodiscard]] constexpr const OnnxMapping& mapping_for(OpKind kind) noexcept {
+    return onnx_mapping[static_cast<std::size_t>(kind)];
+}
+
+/// ONNX ops with no core kind of their own that a core op expresses exactly on static
+/// shapes (they are written back as that core op).
+struct OnnxAlias {
+    std::string_view onnx_name;
+    ImportFn import;
+};
+inline constexpr std::array<OnnxAlias, 3> onnx_aliases{{
+    {"Slice", import_slice},
+    {"Squeeze", import_squeeze},
+    {"Unsqueeze", import_unsqueeze},
+}};
+
+/// The import function for an ONNX op_type in the default domain, or nullptr.
+[[nodiscard]] constexpr ImportFn import_for(std::string_view onnx_name) noexcept {
+    if (const auto kind = op_kind_from_onnx(onnx_name)) return mapping_for(*kind).import;
+    for (const auto& alias : onnx_aliases)
+        if (alias.onnx_name == onnx_name) return alias.import;
+    return nullptr;
+}
+
+}  // namespace rlflow::onnx_io::detail

@@ -1,0 +1,47 @@
+#pragma once
+/// \file
+/// ONNX export: the graph IR as a standard ONNX model that keeps the original input and
+/// output names, opset imports and model fields, checked by the ONNX checker and strict
+/// shape inference, and written atomically.
+
+#include <rlflow/core/atomic_file.hpp>
+#include <rlflow/onnx/detail/exporter.hpp>
+#include <rlflow/onnx/export_options.hpp>
+
+#include <onnx/checker.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <filesystem>
+
+namespace rlflow::onnx_io {
+
+/// Runs the ONNX checker and strict shape inference (what Python's
+/// `check_model(full_check=True)` does); throws onnx_error naming `source` on failure.
+inline void check_model(const pb::ModelProto& model, const std::string& source) {
+    try {
+        ::onnx::checker::check_model(model);
+        pb::ModelProto copy = model;
+        ::onnx::shape_inference::InferShapes(copy, ::onnx::OpSchemaRegistry::Instance(),
+                                             ::onnx::ShapeInferenceOptions{true, 1, false});
+    } catch (const std::exception& e) {
+        throw onnx_error(source + ": the model fails the ONNX checker: " + e.what());
+    }
+}
+
+/// Converts `g` into a ModelProto (checked when options.check is set).
+[[nodiscard]] inline pb::ModelProto export_model(const Graph& g, const ExportOptions& options = {}) {
+    pb::ModelProto model = detail::Exporter(g, options).run();
+    if (options.check) check_model(model, "exported model '" + g.info().graph_name + "'");
+    return model;
+}
+
+/// Exports `g` and writes it to `path` through a temporary file and a rename, so a
+/// failure never leaves a partial file.
+inline void save_onnx(const Graph& g, const std::filesystem::path& path, const ExportOptions& options = {}) {
+    const pb::ModelProto model = export_model(g, options);
+    std::string bytes;
+    if (!model.SerializeToString(&bytes)) throw onnx_error(path.string() + ": cannot serialise the model");
+    write_file_atomically(path, bytes);
+}
+
+}  // namespace rlflow::onnx_io

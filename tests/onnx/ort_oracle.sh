@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# ONNX Runtime as an independent oracle for rlflow's ONNX import/export and reference
+# executor.
+#
+#   tests/onnx/ort_oracle.sh RLFLOW_BIN SOURCE_DIR WORK_DIR
+#
+# For every weight-free export SOURCE_DIR/tests/data/*.onnx:
+#   1. rlflow weights: give it seeded random weights              -> W/full.onnx
+#   2. rlflow convert: import and export it again, no rewriting    -> W/converted.onnx
+#   3. compare.js: full and converted must agree in ORT to 1e-5 relative; ORT's inputs
+#      and outputs are dumped as TensorProto files                -> W/ort_io/
+#   4. rlflow run: rlflow's reference executor, on the converted model and ORT's inputs,
+#      must match ORT's outputs (rtol/atol 1e-4).
+# W is WORK_DIR/<model name>. Every model is checked even when one fails; the script
+# ends with "N passed, M failed" and exits 1 if M > 0.
+#
+# With RLFLOW_FULL_EXPORTS=1 and PyTorch importable by /usr/bin/python3, also exports
+# full-weight resnet18 and squeezenet1_1 (opset 17) with tools/export_models.py into
+# WORK_DIR/full_exports and checks them the same way (steps 2-4; they have weights).
+# Off by default: the export takes a while.
+set -euo pipefail
+
+if [[ $# -ne 3 ]]; then
+    echo "usage: $0 RLFLOW_BIN SOURCE_DIR WORK_DIR" >&2
+    exit 2
+fi
+RLFLOW_BIN=$1
+SOURCE_DIR=$2
+WORK_DIR=$3
+
+COMPARE_JS="$SOURCE_DIR/tools/ort/compare.js"
+if [[ ! -d "$SOURCE_DIR/tools/ort/node_modules/onnxruntime-node" ]]; then
+    echo "ort_oracle: onnxruntime-node is not installed (run bash tools/setup.sh --test)" >&2
+    exit 1
+fi
+if ! command -v node >/dev/null 2>&1; then
+    echo "ort_oracle: node is not on PATH (run bash tools/setup.sh --test)" >&2
+    exit 1
+fi
+if [[ ! -x "$RLFLOW_BIN" ]]; then
+    echo "ort_oracle: $RLFLOW_BIN is not an executable" >&2
+    exit 1
+fi
+
+mkdir -p "$WORK_DIR"
+passed=0
+failed=0
+failed_names=()
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# step NAME LOG CMD...: runs CMD with its output in LOG; on failure prints which step
+# failed, its exit status and the end of LOG, and returns 1.
+step() {
+    local what=$1 log=$2
+    shift 2
+    local rc=0
+    "$@" >"$log" 2>&1 || rc=$?
+    if [[ $rc -ne 0 ]]; then
+        echo "  $what failed (exit $rc): $*"
+        tail -n 20 "$log" | sed 's/^/    /'
+        return 1
+    fi
+}
+
+# check NAME MODEL DIR: steps 2-4 on MODEL (which has weights), working in DIR.
+check() {
+    local name=$1 model=$2 w=$3
+    step convert "$w/convert.log" "$RLFLOW_BIN" convert "$model" "$w/converted.onnx" || return 1
+    step compare "$w/compare.log" node "$COMPARE_JS" "$model" "$w/converted.onnx" \
+        --rtol 1e-5 --seed 3 --runs 3 --dump-dir "$w/ort_io" || return 1
+    echo "$name: $(grep '^{' "$w/compare.log" | tail -n 1)"
+    step run "$w/run.log" "$RLFLOW_BIN" run "$w/converted.onnx" --inputs "$w/ort_io" \
+        --expect "$w/ort_io" --rtol 1e-4 --atol 1e-4 || return 1
+    local line
+    while IFS= read -r line; do
+        echo "$name: rlflow run: $line"
+    done < <(grep max_abs_diff "$w/run.log" || tail -n 1 "$w/run.log")
+}
+
+# record NAME START STATUS
+record() {
+    if [[ $3 -eq 0 ]]; then
+        passed=$((passed + 1))
+        echo "$1: ok ($(elapsed "$2") s)"
+    else
+        failed=$((failed + 1))
+        failed_names+=("$1")
+        echo "$1: FAILED ($(elapsed "$2") s)"
+    fi
+}
+
+t_all=$(now)
+shopt -s nullglob
+models=("$SOURCE_DIR"/tests/data/*.onnx)
+shopt -u nullglob
+if [[ ${#models[@]} -eq 0 ]]; then
+    echo "ort_oracle: no models in $SOURCE_DIR/tests/data" >&2
+    exit 1
+fi
+
+for f in "${models[@]}"; do
+    name=$(basename "$f" .onnx)
+    w="$WORK_DIR/$name"
+    rm -rf "$w"
+    mkdir -p "$w"
+    t0=$(now)
+    status=0
+    step weights "$w/weights.log" "$RLFLOW_BIN" weights "$f" "$w/full.onnx" \
+        --data-inputs input --seed 7 && check "$name" "$w/full.onnx" "$w" || status=1
+    record "$name" "$t0" "$status"
+done
+
+if [[ "${RLFLOW_FULL_EXPORTS:-0}" == 1 ]]; then
+    if /usr/bin/python3 -c "import torch" >/dev/null 2>&1; then
+        exports="$WORK_DIR/full_exports"
+        t0=$(now)
+        rm -rf "$exports"
+        if step export "$WORK_DIR/full_exports.log" /usr/bin/python3 "$SOURCE_DIR/tools/export_models.py" \
+            --with-params --out "$exports" --opsets 17 --models resnet18 squeezenet1_1; then
+            echo "full exports written ($(elapsed "$t0") s)"
+            for f in "$exports"/*.onnx; do
+                name="full_$(basename "$f" .onnx)"
+                w="$WORK_DIR/$name"
+                rm -rf "$w"
+                mkdir -p "$w"
+                t0=$(now)
+                status=0
+                check "$name" "$f" "$w" || status=1
+                record "$name" "$t0" "$status"
+            done
+        else
+            record full_exports "$t0" 1
+        fi
+    else
+        echo "RLFLOW_FULL_EXPORTS=1 but /usr/bin/python3 cannot import torch: full exports skipped" >&2
+    fi
+fi
+
+echo "total: $(elapsed "$t_all") s"
+if [[ $failed -ne 0 ]]; then
+    echo "failed: ${failed_names[*]}"
+fi
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]

@@ -1,0 +1,209 @@
+// Import/export round trips, lossless pass-through of unknown ops, and error reporting.
+#include <rlflow/core/canonical.hpp>
+#include <rlflow/exec/executor.hpp>
+#include <rlflow/exec/random.hpp>
+#include <rlflow/models/zoo.hpp>
+#include <rlflow/onnx/export.hpp>
+#include <rlflow/onnx/import.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+
+using namespace rlflow;
+namespace pb = ::onnx;
+
+namespace {
+
+float max_abs_difference(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+    REQUIRE(a.size() == b.size());
+    float worst = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        REQUIRE(a[i].shape() == b[i].shape());
+        for (std::size_t j = 0; j < a[i].floats().size(); ++j)
+            worst = std::max(worst, std::abs(a[i].floats()[j] - b[i].floats()[j]));
+    }
+    return worst;
+}
+
+pb::ValueInfoProto value(const std::string& name, std::vector<std::int64_t> dims, int elem = 1) {
+    pb::ValueInfoProto v;
+    v.set_name(name);
+    auto* t = v.mutable_type()->mutable_tensor_type();
+    t->set_elem_type(elem);
+    for (auto d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+    return v;
+}
+
+pb::NodeProto& node(pb::GraphProto& g, const std::string& op, std::vector<std::string> in, std::vector<std::string> out,
+                    const std::string& name, const std::string& domain = "") {
+    pb::NodeProto& n = *g.add_node();
+    n.set_op_type(op);
+    n.set_name(name);
+    n.set_domain(domain);
+    for (auto& i : in) n.add_input(i);
+    for (auto& o : out) n.add_output(o);
+    return n;
+}
+
+/// x -> Relu -> custom.Frobnicate(alpha=0.5, mode="fast", sub=graph) -> Sigmoid -> y
+pb::ModelProto model_with_custom_op() {
+    pb::ModelProto m;
+    m.set_ir_version(8);
+    m.set_producer_name("unit-test");
+    m.set_producer_version("4.2");
+    m.set_doc_string("a model");
+    auto* o = m.add_opset_import();
+    o->set_version(13);
+    auto* custom = m.add_opset_import();
+    custom->set_domain("custom.domain");
+    custom->set_version(3);
+    auto* meta = m.add_metadata_props();
+    meta->set_key("author");
+    meta->set_value("tests");
+    pb::GraphProto& g = *m.mutable_graph();
+    g.set_name("custom_graph");
+    *g.add_input() = value("data_in", {2, 3});
+    node(g, "Relu", {"data_in"}, {"r"}, "relu_node");
+    pb::NodeProto& f = node(g, "Frobnicate", {"r"}, {"f"}, "frob", "custom.domain");
+    auto* alpha = f.add_attribute();
+    alpha->set_name("alpha");
+    alpha->set_type(pb::AttributeProto::FLOAT);
+    alpha->set_f(0.5f);
+    auto* mode = f.add_attribute();
+    mode->set_name("mode");
+    mode->set_type(pb::AttributeProto::STRING);
+    mode->set_s("fast");
+    auto* sub = f.add_attribute();
+    sub->set_name("body");
+    sub->set_type(pb::AttributeProto::GRAPH);
+    sub->mutable_g()->set_name("inner");
+    *g.add_value_info() = value("f", {2, 3});
+    node(g, "Sigmoid", {"f"}, {"data_out"}, "sig");
+    *g.add_output() = value("data_out", {2, 3});
+    return m;
+}
+
+}  // namespace
+
+TEST_CASE("zoo models round-trip through ONNX to an identical canonical form and equal outputs") {
+    for (const char* name : {"resnet18", "squeezenet1_1", "inception_v3", "bert", "nasrnn"}) {
+        CAPTURE(name);
+        Graph g = models::build_zoo_model(name);
+        exec::fill_random_weights(g, 3);
+        const pb::ModelProto model = onnx_io::export_model(g);  // checked by the ONNX checker
+        const Graph back = onnx_io::import_model(model, {}, name);
+        CHECK(canonical_form(back) == canonical_form(g));
+        const auto inputs = exec::random_inputs(g, 5);
+        const auto before = exec::Executor{}.run(g, inputs).outputs;
+        const auto after = exec::Executor{}.run(back, inputs).outputs;
+        CHECK(max_abs_difference(before, after) == 0.0f);
+    }
+}
+
+TEST_CASE("weights without data are written as marked inputs and read back as weights") {
+    const Graph g = models::build_zoo_model("resnet18");
+    const pb::ModelProto model = onnx_io::export_model(g);
+    CHECK(model.graph().initializer_size() == 0);
+    CHECK(model.graph().input(0).name() == g.node(g.inputs()[0]).name);
+    CHECK(model.graph().input(1).doc_string() == onnx_io::weight_marker);
+    const Graph back = onnx_io::import_model(model);
+    CHECK(back.weights().size() == g.weights().size());
+    CHECK(back.inputs().size() == 1);
+    CHECK(canonical_form(back) == canonical_form(g));
+}
+
+TEST_CASE("unknown ops, their attributes, names, opsets and model fields pass through unchanged") {
+    const pb::ModelProto original = model_with_custom_op();
+    const Graph g = onnx_io::import_model(original, {}, "custom.onnx");
+    CHECK(g.num_nodes() == 4);
+    const auto opaque = std::find_if(g.nodes().begin(), g.nodes().end(), [](const Node& n) { return n.op == OpKind::Opaque; });
+    REQUIRE(opaque != g.nodes().end());
+    CHECK((*opaque).op_type == "Frobnicate");
+    CHECK((*opaque).domain == "custom.domain");
+    CHECK((*opaque).outputs[0].type == TensorType{DType::Float32, Shape{2, 3}});
+    const pb::ModelProto written = onnx_io::export_model(g);
+    CHECK(written.producer_name() == "unit-test");
+    CHECK(written.producer_version() == "4.2");
+    CHECK(written.doc_string() == "a model");
+    CHECK(written.graph().name() == "custom_graph");
+    CHECK(written.metadata_props(0).value() == "tests");
+    CHECK(written.graph().input(0).name() == "data_in");
+    CHECK(written.graph().output(0).name() == "data_out");
+    REQUIRE(written.opset_import_size() == 2);
+    CHECK(written.opset_import(1).domain() == "custom.domain");
+    CHECK(written.opset_import(1).version() == 3);
+    const auto& frob = written.graph().node(1);
+    CHECK(frob.op_type() == "Frobnicate");
+    CHECK(frob.name() == "frob");
+    REQUIRE(frob.attribute_size() == 3);
+    // Attributes come back with the same content (sorted by name).
+    CHECK(frob.attribute(0).name() == "alpha");
+    CHECK(frob.attribute(0).f() == 0.5f);
+    CHECK(frob.attribute(1).g().name() == "inner");
+    CHECK(frob.attribute(2).s() == "fast");
+    CHECK(canonical_form(onnx_io::import_model(written)) == canonical_form(g));
+}
+
+TEST_CASE("a fused convolution is written as Conv + Relu, or as FusedConv on request") {
+    Graph g;
+    const auto x = g.add_input("x", {DType::Float32, Shape{1, 2, 5, 5}});
+    const auto w = g.add_weight("w", {DType::Float32, Shape{3, 2, 3, 3}});
+    const auto c = g.add_node(OpKind::Conv2D, {{x, 0}, {w, 0}}, {{"activation", std::int64_t{1}}}, "conv");
+    g.add_output({c, 0}, "y");
+    exec::fill_random_weights(g, 1);
+    const pb::ModelProto standard = onnx_io::export_model(g);
+    REQUIRE(standard.graph().node_size() == 2);
+    CHECK(standard.graph().node(0).op_type() == "Conv");
+    CHECK(standard.graph().node(1).op_type() == "Relu");
+    CHECK(standard.graph().node(1).output(0) == "y");
+    onnx_io::ExportOptions fused;
+    fused.fused_conv_microsoft = true;
+    const pb::ModelProto ms = onnx_io::export_model(g, fused);
+    REQUIRE(ms.graph().node_size() == 1);
+    CHECK(ms.graph().node(0).op_type() == "FusedConv");
+    CHECK(ms.graph().node(0).domain() == "com.microsoft");
+    // The standard form imports back as two core ops computing the same values.
+    const Graph back = onnx_io::import_model(standard);
+    const auto inputs = exec::random_inputs(g, 2);
+    CHECK(max_abs_difference(exec::Executor{}.run(g, inputs).outputs, exec::Executor{}.run(back, inputs).outputs) == 0.0f);
+}
+
+TEST_CASE("garbage and truncated files are onnx errors naming the file") {
+    CHECK_THROWS_WITH_AS((void)onnx_io::parse_model("\xff\xff\xff garbage", "bad.onnx"),
+                         doctest::Contains("bad.onnx: not a valid ONNX model"), onnx_error);
+    Graph g = models::build_zoo_model("squeezenet1_1");
+    exec::fill_random_weights(g, 1);
+    const std::string bytes = onnx_io::export_model(g).SerializeAsString();
+    for (const std::size_t cut : {bytes.size() / 3, bytes.size() / 2, bytes.size() - 7}) {
+        CAPTURE(cut);
+        CHECK_THROWS_AS((void)onnx_io::import_model(onnx_io::parse_model(bytes.substr(0, cut), "cut.onnx"), {}, "cut.onnx"),
+                        onnx_error);
+    }
+}
+
+TEST_CASE("a missing input and a cycle are onnx errors naming the node") {
+    pb::ModelProto m = model_with_custom_op();
+    m.mutable_graph()->mutable_node(2)->set_input(0, "nowhere");
+    CHECK_THROWS_WITH_AS((void)onnx_io::import_model(m, {}, "m.onnx"),
+                         "[rlflow.onnx_error] m.onnx: node 'sig' (Sigmoid): input 'nowhere' is not produced by any node, "
+                         "initializer or graph input",
+                         onnx_error);
+    pb::ModelProto cyclic = model_with_custom_op();
+    cyclic.mutable_graph()->mutable_node(0)->set_input(0, "data_out");
+    CHECK_THROWS_WITH_AS((void)onnx_io::import_model(cyclic, {}, "c.onnx"), doctest::Contains("lies on a cycle"), onnx_error);
+}
+
+TEST_CASE("save_onnx writes atomically and leaves nothing behind on failure") {
+    Graph g = models::build_zoo_model("nasrnn");
+    exec::fill_random_weights(g, 1);
+    const auto dir = std::filesystem::temp_directory_path() / "rlflow_onnx_save_test";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    onnx_io::save_onnx(g, dir / "out.onnx");
+    CHECK(canonical_form(onnx_io::load_onnx(dir / "out.onnx")) == canonical_form(g));
+    CHECK(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator{}) == 1);
+    CHECK_THROWS_AS(onnx_io::save_onnx(g, dir / "missing" / "out.onnx"), io_error);
+    std::filesystem::remove_all(dir);
+}

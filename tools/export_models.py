@@ -1,0 +1,153 @@
+#!/usr/bin/python3
+"""Export real PyTorch / torchvision models to ONNX for rlflow's tests and benchmarks.
+
+Run it with Debian's interpreter, which has python3-torch, python3-torchvision and
+python3-onnx (a pyenv or venv `python3` on PATH usually lacks torch):
+
+    /usr/bin/python3 tools/export_models.py --out tests/data
+    /usr/bin/python3 tools/export_models.py --out build/models --with-params
+    /usr/bin/python3 tools/export_models.py --models resnet18 transformer --opsets 17
+
+Nothing is downloaded: every model has seeded random weights (weights=None).
+
+Models: resnet18, resnet50, squeezenet1_1, inception_v3 (aux_logits off, 299x299),
+resnext50_32x4d (224x224) and `transformer`, a 12-layer torch.nn.TransformerEncoder
+(d_model 768, 12 heads, feed-forward 3072, sequence 128, batch_first, every layer
+with its own random weights). Batch size is 1 and every shape is static.
+
+In every file the data input is named `input` and the output `output`. By default
+(`export_params=False`) the parameters are not stored: they become further graph
+inputs, which keeps the files small (10-220 KB) and fit to commit; any graph input
+other than `input` is a parameter. `--with-params` writes full models, for runs in
+ONNX Runtime. Files are named `{model}_op{opset}.onnx`, e.g. resnet18_op13.onnx.
+
+Every file is checked with onnx.checker.check_model(full_check=True).
+"""
+import argparse
+import os
+import sys
+import tempfile
+
+MODELS = ["resnet18", "resnet50", "squeezenet1_1", "inception_v3", "resnext50_32x4d", "transformer"]
+OPSETS = [13, 17]
+
+# Transformer encoder shape (BERT-base sized).
+D_MODEL, NHEAD, DIM_FF, NUM_LAYERS, SEQ_LEN = 768, 12, 3072, 12, 128
+
+
+def build(name, seed):
+    """Returns (model in eval mode, example input) with seeded random weights."""
+    import torch
+    import torchvision
+
+    torch.manual_seed(seed)
+    if name == "transformer":
+        layer = torch.nn.TransformerEncoderLayer(
+            d_model=D_MODEL, nhead=NHEAD, dim_feedforward=DIM_FF, dropout=0.1, batch_first=True)
+        model = torch.nn.TransformerEncoder(layer, num_layers=NUM_LAYERS, enable_nested_tensor=False)
+        # TransformerEncoder deep-copies `layer`, so all layers start with identical
+        # weights. Give every layer its own random values: matrices get Xavier-uniform
+        # (as nn.MultiheadAttention does), vectors small random values (not zeros and
+        # ones, so biases and LayerNorm affine parameters are exercised too).
+        with torch.no_grad():
+            for lyr in model.layers:
+                for pname, p in lyr.named_parameters():
+                    if p.dim() > 1:
+                        torch.nn.init.xavier_uniform_(p)
+                    elif "norm" in pname and pname.endswith("weight"):
+                        p.uniform_(0.8, 1.2)
+                    else:
+                        p.uniform_(-0.05, 0.05)
+        example = torch.randn(1, SEQ_LEN, D_MODEL)
+    elif name == "inception_v3":
+        model = torchvision.models.inception_v3(weights=None, aux_logits=False, init_weights=False)
+        example = torch.randn(1, 3, 299, 299)
+    elif name in ("resnet18", "resnet50", "squeezenet1_1", "resnext50_32x4d"):
+        model = getattr(torchvision.models, name)(weights=None)
+        example = torch.randn(1, 3, 224, 224)
+    else:
+        raise ValueError(f"unknown model {name!r}; known: {', '.join(MODELS)}")
+
+    # torchvision initialises biases to zero and BatchNorm to the identity. Make them
+    # random, so that the exported graph is not trivially an identity normalisation and
+    # the exporter does not merge equal parameters (it deduplicates equal tensors, e.g.
+    # squeezenet's zero biases, into one input plus Identity nodes).
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+                m.running_mean.uniform_(-0.1, 0.1)
+                m.running_var.uniform_(0.5, 1.5)
+                m.weight.uniform_(0.8, 1.2)
+                m.bias.uniform_(-0.1, 0.1)
+            elif isinstance(m, (torch.nn.Conv2d, torch.nn.Linear)) and m.bias is not None \
+                    and name != "transformer":
+                m.bias.uniform_(-0.05, 0.05)
+    model.eval()
+    return model, example
+
+
+def export(model, example, path, opset, with_params):
+    import torch
+    import onnx
+
+    # Autograd stays enabled (no torch.no_grad / inference_mode): PyTorch 1.13 then skips
+    # the fused transformer fast path, which has no ONNX export.
+    assert torch.is_grad_enabled()
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(suffix=".onnx", dir=directory)
+    os.close(fd)
+    try:
+        torch.onnx.export(
+            model, (example,), tmp,
+            export_params=with_params,
+            opset_version=opset,
+            do_constant_folding=True,
+            input_names=["input"],
+            output_names=["output"],
+        )
+        m = onnx.load(tmp)
+        onnx.checker.check_model(m, full_check=True)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return m
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="tests/data", help="output folder (default: tests/data)")
+    ap.add_argument("--opsets", type=int, nargs="+", default=OPSETS, help="opset versions (default: 13 17)")
+    ap.add_argument("--models", nargs="+", default=MODELS, choices=MODELS, metavar="MODEL",
+                    help="models to export (default: all): " + ", ".join(MODELS))
+    ap.add_argument("--with-params", action="store_true",
+                    help="store the weights in the file (default: weights become graph inputs)")
+    ap.add_argument("--seed", type=int, default=0, help="random seed for weights (default: 0)")
+    args = ap.parse_args(argv)
+
+    try:
+        import torch  # noqa: F401
+        import torchvision  # noqa: F401
+        import onnx  # noqa: F401
+    except ImportError as e:
+        sys.exit(f"export_models.py: {e}; run it with Debian's /usr/bin/python3 "
+                 "(apt-get install python3-torch python3-torchvision python3-onnx)")
+
+    os.makedirs(args.out, exist_ok=True)
+    for name in args.models:
+        model, example = build(name, args.seed)
+        for opset in args.opsets:
+            path = os.path.join(args.out, f"{name}_op{opset}.onnx")
+            m = export(model, example, path, opset, args.with_params)
+            inputs = [i.name for i in m.graph.input]
+            print(f"{path}: {os.path.getsize(path)} bytes, {len(m.graph.node)} nodes, "
+                  f"{len(inputs)} inputs ({len(inputs) - 1} parameters), "
+                  f"{len(m.graph.initializer)} initializers", flush=True)
+
+
+if __name__ == "__main__":
+    main()

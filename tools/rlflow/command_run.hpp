@@ -1,0 +1,105 @@
+#pragma once
+// `rlflow run <MODEL>`: runs a model in the reference executor on given (ONNX test-data
+// layout: input_N.pb) or seeded random inputs, and optionally compares with reference
+// outputs (output_N.pb). Exit code 1 when the outputs do not match.
+
+#include "model_source.hpp"
+
+#include <rlflow/exec/executor.hpp>
+#include <rlflow/exec/random.hpp>
+#include <rlflow/onnx/tensor_io.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+namespace rlflow::cli {
+
+struct RunOptions {
+    std::string model;
+    ModelOptions load;
+    std::string inputs;
+    std::string expect;
+    double rtol = 1e-4;
+    double atol = 1e-5;
+    std::uint64_t seed = 0;
+};
+
+/// Reads DIR/PREFIX_0.pb, DIR/PREFIX_1.pb, ... until one is missing.
+inline std::vector<Tensor> read_tensor_files(const std::filesystem::path& dir, const std::string& prefix) {
+    std::vector<Tensor> tensors;
+    for (int i = 0;; ++i) {
+        const auto file = dir / (prefix + "_" + std::to_string(i) + ".pb");
+        if (!std::filesystem::exists(file)) return tensors;
+        tensors.push_back(onnx_io::load_tensor_file(file));
+    }
+}
+
+/// Largest absolute and relative (to the reference's largest magnitude) differences, and
+/// whether every element is within atol + rtol * |reference|.
+struct Agreement {
+    double max_abs = 0, max_rel = 0;
+    bool within = true;
+};
+
+inline Agreement agreement(const Tensor& actual, const Tensor& expected, double rtol, double atol) {
+    Agreement a;
+    double scale = 0;
+    for (const float e : expected.floats()) scale = std::max(scale, std::abs(static_cast<double>(e)));
+    for (std::size_t i = 0; i < actual.floats().size(); ++i) {
+        const double x = actual.floats()[i], e = expected.floats()[i];
+        const double diff = std::abs(x - e);
+        a.max_abs = std::isnan(diff) ? INFINITY : std::max(a.max_abs, diff);
+        a.within = a.within && diff <= atol + rtol * std::abs(e);
+    }
+    a.max_rel = scale > 0 ? a.max_abs / scale : a.max_abs;
+    return a;
+}
+
+inline bool compare_outputs(const std::vector<Tensor>& actual, const std::vector<Tensor>& expected, const RunOptions& o) {
+    RLFLOW_EXPECTS(actual.size() == expected.size(), precondition_error,
+                   o.expect + ": " + std::to_string(expected.size()) + " reference outputs for "
+                       + std::to_string(actual.size()) + " graph outputs");
+    bool all = true;
+    for (std::size_t i = 0; i < actual.size(); ++i) {
+        RLFLOW_EXPECTS(actual[i].type() == expected[i].type(), shape_error,
+                       o.expect + ": output " + std::to_string(i) + " is " + actual[i].type().to_string()
+                           + ", the reference " + expected[i].type().to_string());
+        const Agreement a = agreement(actual[i], expected[i], o.rtol, o.atol);
+        std::printf("output %zu: max_abs_diff %.3g, max_rel_diff %.3g %s\n", i, a.max_abs, a.max_rel,
+                    a.within ? "ok" : "MISMATCH");
+        all = all && a.within;
+    }
+    return all;
+}
+
+inline void add_run_command(CLI::App& app) {
+    auto o = std::make_shared<RunOptions>();
+    CLI::App* cmd = app.add_subcommand("run", "Run a model in the reference executor");
+    cmd->add_option("model", o->model, "an .onnx file or zoo:NAME")->required();
+    add_model_flags(*cmd, o->load);
+    cmd->add_option("--inputs", o->inputs, "directory with input_N.pb tensors (default: seeded random inputs)");
+    cmd->add_option("--expect", o->expect, "directory with output_N.pb reference tensors to compare with");
+    cmd->add_option("--rtol", o->rtol, "relative tolerance for --expect");
+    cmd->add_option("--atol", o->atol, "absolute tolerance for --expect");
+    cmd->add_option("--seed", o->seed, "seed for random weights and inputs");
+    cmd->callback([o] {
+        Graph g = load_model(o->model, o->load);
+        exec::fill_random_weights(g, o->seed);
+        const auto inputs = o->inputs.empty() ? exec::random_inputs(g, o->seed) : read_tensor_files(o->inputs, "input");
+        const auto start = std::chrono::steady_clock::now();
+        const exec::RunResult result = exec::Executor{}.run(g, inputs);
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        std::printf("ran %s in %.1f ms, peak activations %lld bytes\n", o->model.c_str(), ms,
+                    static_cast<long long>(result.peak_activation_bytes));
+        for (std::size_t i = 0; i < result.outputs.size(); ++i)
+            std::printf("output %zu '%s': %s\n", i, g.outputs()[i].name.c_str(), result.outputs[i].type().to_string().c_str());
+        if (!o->expect.empty() && !compare_outputs(result.outputs, read_tensor_files(o->expect, "output"), *o))
+            throw CLI::RuntimeError("outputs differ from the reference", 1);
+    });
+}
+
+}  // namespace rlflow::cli
