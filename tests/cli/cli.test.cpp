@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <filesystem>
 #include <cstdio>
 #include <string>
 #include <sys/wait.h>
@@ -81,4 +82,52 @@ TEST_CASE("usage errors exit 2") {
     CHECK(run_cli("info").exit_code == 2);
     CHECK(run_cli("frobnicate").exit_code == 2);
     CHECK(run_cli("info zoo:bert --batch 0").exit_code == 2);
+}
+
+TEST_CASE("convert writes a model that imports back, and refuses garbage without leaving a file") {
+    const auto dir = std::filesystem::temp_directory_path() / "rlflow_cli_convert_test";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const std::string source = std::string(RLFLOW_SOURCE_DIR) + "/tests/data/squeezenet1_1_op13.onnx";
+    const std::string out = (dir / "out.onnx").string();
+    const Result ok = run_cli("convert " + source + " " + out);
+    CHECK(ok.exit_code == 0);
+    CHECK(std::filesystem::exists(out));
+    const auto info = nlohmann::json::parse(run_cli("info " + out + " --json", false).output);
+    CHECK(info["op_histogram"]["Conv2D"] == 26);
+    CHECK(info["opaque_nodes"] == 0);
+
+    const std::string garbage = (dir / "garbage.onnx").string();
+    std::FILE* f = std::fopen(garbage.c_str(), "wb");
+    REQUIRE(f != nullptr);
+    std::fputs("this is not a protobuf \xff\xff\xff\xff", f);
+    std::fclose(f);
+    const std::string refused = (dir / "refused.onnx").string();
+    const Result bad = run_cli("convert " + garbage + " " + refused);
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.output.find("garbage.onnx") != std::string::npos);
+    CHECK(bad.output.find("onnx_error") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(refused));
+
+    const Result unwritable = run_cli("convert " + source + " " + (dir / "no" / "such" / "dir.onnx").string());
+    CHECK(unwritable.exit_code == 2);
+    CHECK(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator{}) == 2);
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("run --expect exits 0 when outputs match the reference and 1 when they differ") {
+    const std::string node = "/usr/share/libonnx-testdata/data/node/";
+    if (!std::filesystem::exists(node + "test_relu")) {
+        MESSAGE("skipped: libonnx-testdata is not installed");
+        return;
+    }
+    const std::string relu = node + "test_relu/model.onnx";
+    const std::string relu_data = node + "test_relu/test_data_set_0";
+    const std::string sigmoid_data = node + "test_sigmoid/test_data_set_0";  // same shapes, other function
+    const Result agree = run_cli("run " + relu + " --inputs " + relu_data + " --expect " + relu_data);
+    CHECK(agree.exit_code == 0);
+    CHECK(agree.output.find("ok") != std::string::npos);
+    const Result differ = run_cli("run " + relu + " --inputs " + sigmoid_data + " --expect " + sigmoid_data);
+    CHECK(differ.exit_code == 1);
+    CHECK(differ.output.find("MISMATCH") != std::string::npos);
 }

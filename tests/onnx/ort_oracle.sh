@@ -14,10 +14,10 @@
 # W is WORK_DIR/<model name>. Every model is checked even when one fails; the script
 # ends with "N passed, M failed" and exits 1 if M > 0.
 #
-# With RLFLOW_FULL_EXPORTS=1 and PyTorch importable by /usr/bin/python3, also exports
+# When /usr/bin/python3 can import PyTorch (Debian python3-torch), also exports
 # full-weight resnet18 and squeezenet1_1 (opset 17) with tools/export_models.py into
 # WORK_DIR/full_exports and checks them the same way (steps 2-4; they have weights).
-# Off by default: the export takes a while.
+# RLFLOW_FULL_EXPORTS=0 turns this off.
 set -euo pipefail
 
 if [[ $# -ne 3 ]]; then
@@ -112,7 +112,7 @@ for f in "${models[@]}"; do
     record "$name" "$t0" "$status"
 done
 
-if [[ "${RLFLOW_FULL_EXPORTS:-0}" == 1 ]]; then
+if [[ "${RLFLOW_FULL_EXPORTS:-1}" == 1 ]]; then
     if /usr/bin/python3 -c "import torch" >/dev/null 2>&1; then
         exports="$WORK_DIR/full_exports"
         t0=$(now)
@@ -134,7 +134,7 @@ if [[ "${RLFLOW_FULL_EXPORTS:-0}" == 1 ]]; then
             record full_exports "$t0" 1
         fi
     else
-        echo "RLFLOW_FULL_EXPORTS=1 but /usr/bin/python3 cannot import torch: full exports skipped" >&2
+        echo "note: /usr/bin/python3 cannot import torch (python3-torch): full-weight exports not checked"
     fi
 fi
 

@@ -8,7 +8,7 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdio>
+#include <fcntl.h>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -17,18 +17,29 @@
 
 namespace rlflow {
 
-/// Writes `bytes` to `path` atomically. Throws io_error naming the file on failure, and
-/// leaves neither a partial target nor the temporary file behind.
-inline void write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
+/// Writes `path` atomically: `write(fd)` fills a temporary file next to it and returns
+/// whether it succeeded; the file is then synced and renamed into place. Throws io_error
+/// naming the file on failure, and leaves neither a partial target nor the temporary.
+template <class Writer>
+void write_file_atomically_with(const std::filesystem::path& path, Writer&& write) {
     static std::atomic<unsigned> counter{0};
     const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
     const std::filesystem::path temporary = path.string() + ".tmp." + std::to_string(::getpid()) + "."
                                             + std::to_string(stamp) + "." + std::to_string(counter++);
-    std::FILE* file = std::fopen(temporary.c_str(), "wb");
-    if (!file) throw io_error(path.string() + ": cannot create a temporary file next to it");
-    const bool written = std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size() && std::fflush(file) == 0
-                         && ::fsync(::fileno(file)) == 0;
-    const bool closed = std::fclose(file) == 0;
+    constexpr int permissions = 0644;
+    const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, permissions);
+    if (fd < 0) throw io_error(path.string() + ": cannot create a temporary file next to it");
+    bool written = false;
+    try {
+        written = write(fd);
+    } catch (...) {  // not swallowed: the temporary is removed and the error goes on
+        ::close(fd);
+        std::error_code ignored;
+        std::filesystem::remove(temporary, ignored);
+        throw;
+    }
+    written = written && ::fsync(fd) == 0;
+    const bool closed = ::close(fd) == 0;
     std::error_code ec;
     if (!written || !closed) {
         std::filesystem::remove(temporary, ec);
@@ -36,9 +47,23 @@ inline void write_file_atomically(const std::filesystem::path& path, std::string
     }
     std::filesystem::rename(temporary, path, ec);
     if (ec) {
+        const std::string why = ec.message();
         std::filesystem::remove(temporary, ec);
-        throw io_error(path.string() + ": cannot rename the temporary file into place");
+        throw io_error(path.string() + ": cannot rename the temporary file into place: " + why);
     }
+}
+
+/// Writes `bytes` to `path` atomically (see write_file_atomically_with).
+inline void write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
+    write_file_atomically_with(path, [&](int fd) {
+        std::size_t done = 0;
+        while (done < bytes.size()) {
+            const ::ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+            if (n <= 0) return false;
+            done += static_cast<std::size_t>(n);
+        }
+        return true;
+    });
 }
 
 }  // namespace rlflow

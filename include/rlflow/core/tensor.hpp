@@ -33,6 +33,16 @@ struct AlignedAllocator {
         return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{tensor_alignment}));
     }
     void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, std::align_val_t{tensor_alignment}); }
+    /// resize() leaves new floats uninitialised: every caller fills them (zero-filling a
+    /// tensor is an explicit assign), which saves a pass over large weights.
+    template <class U>
+    void construct(U* p) noexcept {
+        ::new (static_cast<void*>(p)) U;
+    }
+    template <class U, class... Args>
+    void construct(U* p, Args&&... args) {
+        ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+    }
     template <class U>
     bool operator==(const AlignedAllocator<U>&) const noexcept { return true; }
 };

@@ -12,6 +12,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <filesystem>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 
 namespace rlflow::onnx_io {
 
@@ -20,7 +21,7 @@ namespace rlflow::onnx_io {
 inline void check_model(const pb::ModelProto& model, const std::string& source) {
     try {
         ::onnx::checker::check_model(model);
-        pb::ModelProto copy = model;
+        pb::ModelProto copy = structure_only(model);
         ::onnx::shape_inference::InferShapes(copy, ::onnx::OpSchemaRegistry::Instance(),
                                              ::onnx::ShapeInferenceOptions{true, 1, false});
     } catch (const std::exception& e) {
@@ -39,9 +40,10 @@ inline void check_model(const pb::ModelProto& model, const std::string& source) 
 /// failure never leaves a partial file.
 inline void save_onnx(const Graph& g, const std::filesystem::path& path, const ExportOptions& options = {}) {
     const pb::ModelProto model = export_model(g, options);
-    std::string bytes;
-    if (!model.SerializeToString(&bytes)) throw onnx_error(path.string() + ": cannot serialise the model");
-    write_file_atomically(path, bytes);
+    write_file_atomically_with(path, [&](int fd) {
+        google::protobuf::io::FileOutputStream stream(fd);
+        return model.SerializeToZeroCopyStream(&stream) && stream.Flush();
+    });
 }
 
 }  // namespace rlflow::onnx_io

@@ -9,7 +9,10 @@
 #include <rlflow/onnx/detail/importer.hpp>
 #include <rlflow/onnx/import_options.hpp>
 
+#include <fcntl.h>
 #include <filesystem>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <unistd.h>
 #include <limits>
 
 namespace rlflow::onnx_io {
@@ -31,9 +34,26 @@ namespace rlflow::onnx_io {
     return detail::Importer(model, options, source).run();
 }
 
+/// Reads and parses an .onnx file straight from disk (no intermediate copy of its bytes).
+[[nodiscard]] inline pb::ModelProto read_model(const std::filesystem::path& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    if (fd < 0) throw onnx_error(path.string() + ": cannot open file");
+    pb::ModelProto model;
+    bool parsed = false;
+    {
+        google::protobuf::io::FileInputStream stream(fd);
+        parsed = model.ParseFromZeroCopyStream(&stream);
+    }
+    ::close(fd);
+    if (!parsed) throw onnx_error(path.string() + ": not a valid ONNX model (protobuf parse failed)");
+    if (!model.has_graph()) throw onnx_error(path.string() + ": the model has no graph");
+    return model;
+}
+
 /// Reads and imports an .onnx file.
 [[nodiscard]] inline Graph load_onnx(const std::filesystem::path& path, const ImportOptions& options = {}) {
-    return import_model(parse_model(read_file(path), path.string()), options, path.string());
+    pb::ModelProto model = read_model(path);
+    return detail::Importer(model, options, path.string()).run();  // frees weight bytes as it reads them
 }
 
 }  // namespace rlflow::onnx_io

@@ -11,7 +11,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 namespace rlflow::onnx_io {
@@ -31,13 +30,8 @@ std::vector<std::byte> pack_field(const Field& field, std::size_t size) {
     return bytes;
 }
 
-/// The raw bytes of a TensorProto's data, whichever field holds it.
+/// The bytes of a TensorProto's typed data fields (raw_data is read in place).
 inline std::vector<std::byte> tensor_proto_bytes(const pb::TensorProto& t, DType dtype, const std::string& where) {
-    if (t.has_raw_data()) {
-        const auto& raw = t.raw_data();
-        const auto* begin = reinterpret_cast<const std::byte*>(raw.data());
-        return {begin, begin + raw.size()};
-    }
     const std::size_t size = dtype_size(dtype);
     switch (dtype) {
         case DType::Float32: return pack_field<decltype(t.float_data()), float>(t.float_data(), size);
@@ -59,6 +53,38 @@ inline std::vector<std::byte> tensor_proto_bytes(const pb::TensorProto& t, DType
 }
 
 }  // namespace detail
+
+/// Initializers up to this size keep their data in structure_only().
+inline constexpr std::size_t structure_data_limit = 4096;
+
+/// A copy of `model` without the data of its large initializers (names, types and
+/// shapes stay), for passes such as shape inference that only read the structure.
+[[nodiscard]] inline pb::ModelProto structure_only(const pb::ModelProto& model) {
+    pb::ModelProto copy;
+    copy.set_ir_version(model.ir_version());
+    *copy.mutable_opset_import() = model.opset_import();
+    *copy.mutable_functions() = model.functions();
+    const pb::GraphProto& from = model.graph();
+    pb::GraphProto& to = *copy.mutable_graph();
+    to.set_name(from.name());
+    *to.mutable_node() = from.node();
+    *to.mutable_input() = from.input();
+    *to.mutable_output() = from.output();
+    *to.mutable_value_info() = from.value_info();
+    *to.mutable_sparse_initializer() = from.sparse_initializer();
+    for (const auto& init : from.initializer()) {
+        // Small tensors may be shapes that inference reads (Reshape targets): keep them.
+        if (init.ByteSizeLong() <= structure_data_limit) {
+            *to.add_initializer() = init;
+            continue;
+        }
+        pb::TensorProto& t = *to.add_initializer();
+        t.set_name(init.name());
+        t.set_data_type(init.data_type());
+        *t.mutable_dims() = init.dims();
+    }
+    return copy;
+}
 
 /// The shape of a TensorProto.
 [[nodiscard]] inline Shape tensor_proto_shape(const pb::TensorProto& t, const std::string& where) {
@@ -83,7 +109,10 @@ inline std::vector<std::byte> tensor_proto_bytes(const pb::TensorProto& t, DType
         throw onnx_error(where + ": tensor '" + t.name() + "' has unsupported data type " + std::to_string(t.data_type()));
     const auto dtype = static_cast<DType>(t.data_type());
     const Shape shape = tensor_proto_shape(t, where);
-    const std::vector<std::byte> bytes = detail::tensor_proto_bytes(t, dtype, where);
+    std::vector<std::byte> typed;
+    if (!t.has_raw_data()) typed = detail::tensor_proto_bytes(t, dtype, where);
+    const std::span<const std::byte> bytes =
+        t.has_raw_data() ? std::as_bytes(std::span(t.raw_data().data(), t.raw_data().size())) : std::span(typed);
     if (static_cast<std::int64_t>(bytes.size()) != shape.numel() * static_cast<std::int64_t>(dtype_size(dtype)))
         throw onnx_error(where + ": tensor '" + t.name() + "' holds " + std::to_string(bytes.size())
                          + " bytes, its shape " + shape.to_string() + " needs "
@@ -104,11 +133,14 @@ inline std::vector<std::byte> tensor_proto_bytes(const pb::TensorProto& t, DType
 
 /// Reads a whole file; throws onnx_error naming it if it cannot be read.
 [[nodiscard]] inline std::string read_file(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
     if (!in) throw onnx_error(path.string() + ": cannot open file");
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    return buffer.str();
+    const std::streamoff size = in.tellg();
+    if (size < 0) throw onnx_error(path.string() + ": cannot read file");
+    std::string bytes(static_cast<std::size_t>(size), '\0');
+    in.seekg(0);
+    if (!in.read(bytes.data(), size)) throw onnx_error(path.string() + ": cannot read file");
+    return bytes;
 }
 
 /// Loads a serialised TensorProto file (the ONNX test data's input_N.pb / output_N.pb).

@@ -14,6 +14,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <unordered_map>
+#include <utility>
 #include <unordered_set>
 
 namespace rlflow::onnx_io::detail {
@@ -22,13 +23,23 @@ class Importer {
 public:
     Importer(const pb::ModelProto& model, const ImportOptions& options, std::string source)
         : m_model(model), m_options(options), m_source(std::move(source)), m_opset(default_opset(model)) {}
+    /// An importer that may release the model's initializer data once it has been read,
+    /// so that a large model is not held twice.
+    Importer(pb::ModelProto& model, const ImportOptions& options, std::string source)
+        : Importer(std::as_const(model), options, std::move(source)) {
+        m_releasable = &model;
+    }
 
     Graph run() {
         copy_model_info();
         collect_inferred_types();
         add_graph_inputs();
-        for (const auto& init : m_model.graph().initializer())
-            m_constants[init.name()] = {tensor_from_proto(init, m_source), Origin::Initializer, {}};
+        for (int i = 0; i < m_model.graph().initializer_size(); ++i) {
+            const auto& init = m_model.graph().initializer(i);
+            m_constants[init.name()] = {std::make_shared<const Tensor>(tensor_from_proto(init, m_source)),
+                                        Origin::Initializer, {}};
+            if (m_releasable) std::string().swap(*m_releasable->mutable_graph()->mutable_initializer(i)->mutable_raw_data());
+        }
         if (m_model.graph().sparse_initializer_size() > 0)
             throw onnx_error(m_source + ": sparse initializers are not supported");
         count_reads();
@@ -42,7 +53,9 @@ public:
 private:
     enum class Origin { Initializer, ConstantNode, Folded };
     struct Known {
-        Tensor value;
+        /// Shared with the weight or constant node it becomes, so large weights are
+        /// never copied.
+        TensorPtr value;
         Origin origin;
         std::string node_name;
     };
@@ -76,11 +89,11 @@ private:
     /// Inference is best effort: models with custom-domain ops cannot be inferred in
     /// full, and their opaque results then keep the types the file itself declares.
     void collect_inferred_types() {
-        pb::ModelProto copy = m_model;
+        pb::ModelProto copy = structure_only(m_model);
         try {
             ::onnx::shape_inference::InferShapes(copy);
         } catch (const std::exception&) {
-            copy = m_model;  // keep what the file declares
+            copy = structure_only(m_model);  // keep what the file declares
         }
         const auto& g = copy.graph();
         for (const auto* list : {&g.value_info(), &g.input(), &g.output()})
@@ -126,10 +139,10 @@ private:
             throw onnx_error(context + ": input '" + name + "' is not produced by any node, initializer or graph input");
         NodeId id;
         if (known->second.origin == Origin::ConstantNode) {
-            id = m_graph.add_constant(name, known->second.value);
+            id = m_graph.add_constant(name, *known->second.value);
             if (!known->second.node_name.empty()) m_graph.rename(id, known->second.node_name);
         } else {
-            id = m_graph.add_weight(name, known->second.value.type(), std::make_shared<const Tensor>(known->second.value));
+            id = m_graph.add_weight(name, known->second.value->type(), known->second.value);
         }
         return m_tensors[name] = {id, 0};
     }
@@ -159,6 +172,7 @@ private:
     }
 
     const pb::ModelProto& m_model;
+    pb::ModelProto* m_releasable = nullptr;
     const ImportOptions& m_options;
     std::string m_source;
     std::int64_t m_opset;
@@ -177,7 +191,7 @@ inline std::optional<TensorType> Importer::known_type(const std::string& name) c
         if (t.dtype == DType::Undefined) return std::nullopt;
         return t;
     }
-    if (const auto it = m_constants.find(name); it != m_constants.end()) return it->second.value.type();
+    if (const auto it = m_constants.find(name); it != m_constants.end()) return it->second.value->type();
     return std::nullopt;
 }
 
@@ -206,7 +220,7 @@ inline bool Importer::import_constant(const pb::NodeProto& n) {
     else if (a.name() == "value_ints")
         value = Tensor::from_values<std::int64_t>(DType::Int64, Shape{a.ints_size()}, {a.ints().begin(), a.ints().end()});
     if (!value) return false;
-    m_constants[n.output(0)] = {std::move(*value), Origin::ConstantNode, n.name()};
+    m_constants[n.output(0)] = {std::make_shared<const Tensor>(std::move(*value)), Origin::ConstantNode, n.name()};
     return true;
 }
 
@@ -216,7 +230,7 @@ inline bool Importer::fold(const pb::NodeProto& n) {
     for (const auto& name : n.input()) {
         FoldInput in;
         if (!name.empty()) {
-            if (const auto it = m_constants.find(name); it != m_constants.end()) in.value = &it->second.value;
+            if (const auto it = m_constants.find(name); it != m_constants.end()) in.value = it->second.value.get();
             in.type = known_type(name);
         }
         inputs.push_back(in);
@@ -225,7 +239,8 @@ inline bool Importer::fold(const pb::NodeProto& n) {
     if (!outputs || outputs->size() != static_cast<std::size_t>(n.output_size())) return false;
     for (int i = 0; i < n.output_size(); ++i)
         if (!n.output(i).empty())
-            m_constants[n.output(i)] = {std::move((*outputs)[static_cast<std::size_t>(i)]), Origin::Folded, n.name()};
+            m_constants[n.output(i)] = {std::make_shared<const Tensor>(std::move((*outputs)[static_cast<std::size_t>(i)])),
+                                        Origin::Folded, n.name()};
     return true;
 }
 
@@ -235,7 +250,7 @@ inline bool Importer::import_core(const pb::NodeProto& n) {
     std::vector<ImportOperand> operands;
     for (const auto& name : n.input()) {
         ImportOperand o{name, name.empty() ? std::nullopt : known_type(name), nullptr};
-        if (const auto it = m_constants.find(name); !name.empty() && it != m_constants.end()) o.constant = &it->second.value;
+        if (const auto it = m_constants.find(name); !name.empty() && it != m_constants.end()) o.constant = it->second.value.get();
         operands.push_back(std::move(o));
     }
     const std::string context = where(n);
