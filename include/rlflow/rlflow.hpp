@@ -6,3 +6,4 @@
 #include <rlflow/core.hpp>
 #include <rlflow/exec.hpp>
 #include <rlflow/models.hpp>
+#include <rlflow/onnx.hpp>

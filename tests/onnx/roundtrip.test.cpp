@@ -1,5 +1,6 @@
 // Import/export round trips, lossless pass-through of unknown ops, and error reporting.
 #include <rlflow/core/canonical.hpp>
+#include <rlflow/core/random.hpp>
 #include <rlflow/exec/executor.hpp>
 #include <rlflow/exec/random.hpp>
 #include <rlflow/models/zoo.hpp>
@@ -206,4 +207,31 @@ TEST_CASE("save_onnx writes atomically and leaves nothing behind on failure") {
     CHECK(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator{}) == 1);
     CHECK_THROWS_AS(onnx_io::save_onnx(g, dir / "missing" / "out.onnx"), io_error);
     std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("corrupted models are rejected with rlflow errors, never a crash or a foreign exception") {
+    const std::string path = std::string(RLFLOW_SOURCE_DIR) + "/tests/data/squeezenet1_1_op13.onnx";
+    const std::string original = onnx_io::read_file(path);
+    constexpr int trials = 150;
+    constexpr int max_flips = 8;
+    Rng rng(2024);
+    int rejected = 0, accepted = 0;
+    for (int trial = 0; trial < trials; ++trial) {
+        std::string bytes = original;
+        const auto flips = 1 + rng.below(max_flips);
+        for (std::uint64_t f = 0; f < flips; ++f)
+            bytes[rng.below(bytes.size())] = static_cast<char>(rng.below(256));
+        try {
+            const Graph g = onnx_io::import_model(onnx_io::parse_model(bytes, "mutated.onnx"), {}, "mutated.onnx");
+            onnx_io::ExportOptions options;
+            options.check = false;
+            (void)onnx_io::export_model(g, options);
+            ++accepted;
+        } catch (const rlflow::error& e) {
+            CHECK(std::string(e.what()).find("mutated.onnx") != std::string::npos);
+            ++rejected;
+        }
+    }
+    CHECK(accepted + rejected == trials);
+    CHECK(rejected > 0);
 }

@@ -46,7 +46,11 @@ public:
         for (const int i : dependency_order(m_model.graph(), m_source)) import_node(m_model.graph().node(i));
         add_graph_outputs();
         keep_unread_initializers();
-        m_graph.validate();
+        try {
+            m_graph.validate();
+        } catch (const rlflow::error& e) {
+            throw onnx_error(m_source + ": " + e.what());
+        }
         return std::move(m_graph);
     }
 
