@@ -235,3 +235,44 @@ TEST_CASE("corrupted models are rejected with rlflow errors, never a crash or a 
     CHECK(accepted + rejected == trials);
     CHECK(rejected > 0);
 }
+
+TEST_CASE("a packed QKV weight sliced in the graph becomes three plain weights") {
+    // x (2,4) @ Slice(W_qkv (4,12), [0:4], [4:8], [8:12] on axis 1) -> q, k, v
+    pb::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(13);
+    pb::GraphProto& g = *m.mutable_graph();
+    *g.add_input() = value("x", {2, 4});
+    std::vector<float> packed(48);
+    for (std::size_t i = 0; i < packed.size(); ++i) packed[i] = static_cast<float>(i);
+    *g.add_initializer() = onnx_io::tensor_to_proto(Tensor::from_floats(Shape{4, 12}, packed), "in_proj_weight");
+    const auto ints = [](std::vector<std::int64_t> v) {
+        return Tensor::from_values<std::int64_t>(DType::Int64, Shape{static_cast<std::int64_t>(v.size())}, v);
+    };
+    *g.add_initializer() = onnx_io::tensor_to_proto(ints({1}), "axis1");
+    for (int part = 0; part < 3; ++part) {
+        const std::string p = std::to_string(part);
+        *g.add_initializer() = onnx_io::tensor_to_proto(ints({4 * part}), "start" + p);
+        *g.add_initializer() = onnx_io::tensor_to_proto(ints({4 * part + 4}), "end" + p);
+        node(g, "Slice", {"in_proj_weight", "start" + p, "end" + p, "axis1"}, {"w" + p}, "slice" + p);
+        node(g, "MatMul", {"x", "w" + p}, {"y" + p}, "matmul" + p);
+        *g.add_output() = value("y" + p, {2, 4});
+    }
+    const Graph imported = onnx_io::import_model(m, {}, "qkv.onnx");
+    int matmuls = 0, weights = 0;
+    for (const Node& n : imported.nodes()) {
+        CHECK(n.op != OpKind::Opaque);
+        matmuls += n.op == OpKind::MatMul ? 1 : 0;
+        if (n.op == OpKind::Weight) {
+            ++weights;
+            REQUIRE(n.data);
+            CHECK(n.data->shape() == Shape{4, 4});
+        }
+    }
+    CHECK(matmuls == 3);
+    CHECK(weights == 3);  // the packed tensor was absorbed by folding
+    // The middle slice holds columns 4..7 of the packed matrix.
+    const Node& w1 = imported.node(imported.node(imported.outputs()[1].value.node).inputs[1].node);
+    CHECK(w1.data->floats()[0] == 4.0f);
+    CHECK(w1.data->floats()[4] == 16.0f);
+}
