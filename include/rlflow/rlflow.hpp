@@ -7,3 +7,4 @@
 #include <rlflow/exec.hpp>
 #include <rlflow/models.hpp>
 #include <rlflow/onnx.hpp>
+#include <rlflow/rewrite.hpp>
