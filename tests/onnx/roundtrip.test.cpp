@@ -232,8 +232,8 @@ TEST_CASE("corrupted models are rejected with rlflow errors, never a crash or a 
             ++rejected;
         }
     }
-    CHECK(accepted + rejected == trials);
-    CHECK(rejected > 0);
+    CHECK(rejected > 0);  // most corruptions must be noticed...
+    CHECK(accepted > 0);  // ...while flips inside weight bytes are legitimately accepted
 }
 
 TEST_CASE("a packed QKV weight sliced in the graph becomes three plain weights") {
@@ -275,4 +275,56 @@ TEST_CASE("a packed QKV weight sliced in the graph becomes three plain weights")
     const Node& w1 = imported.node(imported.node(imported.outputs()[1].value.node).inputs[1].node);
     CHECK(w1.data->floats()[0] == 4.0f);
     CHECK(w1.data->floats()[4] == 16.0f);
+}
+
+TEST_CASE("graph outputs that read a graph input or an initializer directly keep their names") {
+    pb::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(13);
+    pb::GraphProto& g = *m.mutable_graph();
+    g.set_name("pass_through");
+    *g.add_input() = value("x", {2, 3});
+    *g.add_initializer() = onnx_io::tensor_to_proto(Tensor::from_floats(Shape{2}, {1, 2}), "w");
+    node(g, "Relu", {"x"}, {"y"}, "relu");
+    for (const char* name : {"y", "x"}) *g.add_output() = value(name, {2, 3});
+    *g.add_output() = value("w", {2});
+    const pb::ModelProto written = onnx_io::export_model(onnx_io::import_model(m, {}, "pass.onnx"));  // checked
+    REQUIRE(written.graph().output_size() == 3);
+    CHECK(written.graph().output(0).name() == "y");
+    CHECK(written.graph().output(1).name() == "x");
+    CHECK(written.graph().output(2).name() == "w");
+    REQUIRE(written.graph().node_size() == 1);  // no Identity was needed
+    CHECK(written.graph().node(0).op_type() == "Relu");
+    // An output of the same input under another name still gets an Identity.
+    Graph direct;
+    const NodeId x = direct.add_input("x", {DType::Float32, Shape{2, 3}});
+    direct.add_output({x, 0}, "x");
+    direct.add_output({x, 0}, "x_copy");
+    const pb::ModelProto copied = onnx_io::export_model(direct);
+    REQUIRE(copied.graph().output_size() == 2);
+    CHECK(copied.graph().output(0).name() == "x");
+    CHECK(copied.graph().output(1).name() == "x_copy");
+    REQUIRE(copied.graph().node_size() == 1);
+    CHECK(copied.graph().node(0).op_type() == "Identity");
+    CHECK(copied.graph().node(0).input(0) == "x");
+}
+
+TEST_CASE("initializers that were also graph inputs are listed as inputs again on export") {
+    pb::ModelProto m;
+    m.set_ir_version(3);
+    m.add_opset_import()->set_version(11);
+    pb::GraphProto& g = *m.mutable_graph();
+    *g.add_input() = value("x", {2});
+    *g.add_input() = value("bias", {2});
+    *g.add_initializer() = onnx_io::tensor_to_proto(Tensor::from_floats(Shape{2}, {1, 2}), "bias");
+    node(g, "Add", {"x", "bias"}, {"y"}, "add");
+    *g.add_output() = value("y", {2});
+    const Graph imported = onnx_io::import_model(m, {}, "old_ir.onnx");
+    CHECK(imported.inputs().size() == 1);
+    CHECK(imported.weights().size() == 1);
+    const pb::ModelProto written = onnx_io::export_model(imported);
+    REQUIRE(written.graph().input_size() == 2);
+    CHECK(written.graph().input(0).name() == "x");
+    CHECK(written.graph().input(1).name() == "bias");
+    CHECK(written.graph().initializer(0).name() == "bias");
 }

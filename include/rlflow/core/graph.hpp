@@ -41,6 +41,9 @@ struct ModelInfo {
     /// Serialised ONNX TypeProto of graph inputs, outputs and opaque results whose type a
     /// TensorType cannot express exactly (symbolic dims, sequences, optionals), by name.
     std::map<std::string, std::string> onnx_value_types;
+    /// Initializers that the ONNX file also listed as graph inputs (overridable defaults,
+    /// IR version < 4 style), so export lists them as inputs again.
+    std::vector<std::string> onnx_initializer_inputs;
 };
 
 /// A computation graph.

@@ -53,7 +53,12 @@ private:
             for (std::uint32_t i = 0; i < n.outputs.size(); ++i)
                 if (!m_names.contains({n.id.value, i}))
                     name_of({n.id, i}) = n.outputs[i].name.empty() ? std::string() : m_tensor_names.claim(n.outputs[i].name);
-        for (const std::size_t i : m_identity_outputs) m_identity_names[i] = m_tensor_names.claim(m_graph.outputs()[i].name);
+        // An output that reads a graph input, weight or constant under that tensor's own
+        // name is written as is; only one under another name needs an Identity.
+        for (const std::size_t i : m_identity_outputs) {
+            const GraphOutput& o = m_graph.outputs()[i];
+            if (name_of(o.value) != o.name) m_identity_names[i] = m_tensor_names.claim(o.name);
+        }
     }
 
     /// A ValueInfo for `name`, with the preserved TypeProto when the import kept one.
@@ -69,10 +74,13 @@ private:
             const Node& n = m_graph.node(id);
             value_info(*graph.add_input(), name_of({id, 0}), n.name, n.outputs[0].type);
         }
+        const auto& listed = m_graph.info().onnx_initializer_inputs;
         for (const NodeId id : m_graph.weights()) {
             const Node& n = m_graph.node(id);
             if (n.data) {
                 *graph.add_initializer() = tensor_to_proto(*n.data, name_of({id, 0}));
+                if (std::find(listed.begin(), listed.end(), n.name) != listed.end())
+                    value_info(*graph.add_input(), name_of({id, 0}), n.name, n.outputs[0].type);
                 continue;
             }
             pb::ValueInfoProto& v = *graph.add_input();
@@ -157,7 +165,8 @@ private:
         m_model.set_domain(info.domain);
         m_model.set_model_version(info.model_version);
         m_model.set_doc_string(info.doc_string);
-        m_model.mutable_graph()->set_name(info.graph_name);
+        // The checker requires a graph name; files without one get a neutral one.
+        m_model.mutable_graph()->set_name(info.graph_name.empty() ? std::string("graph") : info.graph_name);
         m_model.mutable_graph()->set_doc_string(info.graph_doc_string);
         bool has_default = false;
         for (const auto& [domain, version] : info.opset_imports) {

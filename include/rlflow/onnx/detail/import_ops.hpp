@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <initializer_list>
+#include <limits>
 #include <span>
 
 namespace rlflow::onnx_io::detail {
@@ -120,23 +121,28 @@ std::optional<CoreNodeSpec> import_direct(const ImportContext& c) {
 }
 
 /// Resolves ONNX auto_pad into explicit [begins..., ends...] pads for a 2-D window op.
-/// Returns false if the padding cannot be resolved (non-static input).
+/// Returns false if the padding cannot be resolved (non-static input, or window
+/// attributes that do not have one value per spatial axis).
 inline bool resolve_auto_pad(const ImportContext& c, Attributes& attributes, const std::vector<std::int64_t>& kernel) {
+    constexpr std::size_t spatial_axes = 2;
+    constexpr std::size_t leading_axes = 2;  // N, C
     const std::string mode = attribute_string(c.node, "auto_pad", "NOTSET");
     if (mode == "NOTSET") return true;
     const Shape* x = c.shape(0);
-    if (!x || x->rank() != 4) return false;
+    if (!x || x->rank() != static_cast<int>(leading_axes + spatial_axes)) return false;
     const auto strides = attributes.get_or<std::vector<std::int64_t>>("strides", {1, 1});
     const auto dilations = attributes.get_or<std::vector<std::int64_t>>("dilations", {1, 1});
-    std::vector<std::int64_t> pads(4, 0);
+    if (kernel.size() != spatial_axes || strides.size() != spatial_axes || dilations.size() != spatial_axes) return false;
+    if (std::any_of(strides.begin(), strides.end(), [](std::int64_t s) { return s < 1; })) return false;
+    std::vector<std::int64_t> pads(2 * spatial_axes, 0);
     if (mode == "SAME_UPPER" || mode == "SAME_LOWER") {
-        for (std::size_t i = 0; i < 2; ++i) {
-            const std::int64_t in = (*x)[static_cast<int>(i) + 2];
+        for (std::size_t i = 0; i < spatial_axes; ++i) {
+            const std::int64_t in = (*x)[static_cast<int>(leading_axes + i)];
             const std::int64_t out = (in + strides[i] - 1) / strides[i];
             const std::int64_t total = std::max<std::int64_t>(0, (out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - in);
             const std::int64_t small = total / 2;
             pads[i] = mode == "SAME_UPPER" ? small : total - small;
-            pads[i + 2] = total - pads[i];
+            pads[i + spatial_axes] = total - pads[i];
         }
     } else if (mode != "VALID") {
         return false;
@@ -162,13 +168,24 @@ std::optional<CoreNodeSpec> import_pool(const ImportContext& c) {
     const Shape* x = c.shape(0);
     auto attributes = schema_attributes(c, Op, {"auto_pad"}, {{"storage_order", 0}});
     if (!x || x->rank() != image_rank || !attributes || !attributes->has("kernel_shape")) return std::nullopt;
+    // Explicit SAME/VALID pads and ceil mode together would count windows differently
+    // from ONNX, which sizes auto_pad outputs without ceil mode's extra window.
+    const bool automatic = attribute_string(c.node, "auto_pad", "NOTSET") != "NOTSET";
+    if (automatic && attributes->get_int("ceil_mode", 0) != 0) return std::nullopt;
     if (!resolve_auto_pad(c, *attributes, attributes->get_ints("kernel_shape"))) return std::nullopt;
     return CoreNodeSpec{Op, {0}, std::move(*attributes)};
 }
 
 inline std::optional<CoreNodeSpec> import_clip(const ImportContext& c) {
     constexpr std::int64_t inputs_since = 11;
-    if (c.opset < inputs_since) return import_direct<OpKind::Clip, 1>(c);
+    if (c.opset < inputs_since) {
+        // Clip-6's bounds default to the float range, not to infinity.
+        auto spec = import_direct<OpKind::Clip, 1>(c);
+        constexpr double largest = std::numeric_limits<float>::max();
+        if (spec && !spec->attributes.has("min")) spec->attributes.set("min", -largest);
+        if (spec && !spec->attributes.has("max")) spec->attributes.set("max", largest);
+        return spec;
+    }
     if (c.node.attribute_size() != 0) return std::nullopt;
     Attributes attributes;
     for (const auto& [slot, name] : {std::pair{std::size_t{1}, "min"}, std::pair{std::size_t{2}, "max"}}) {
@@ -200,7 +217,9 @@ inline std::optional<CoreNodeSpec> import_split(const ImportContext& c) {
     auto attributes = schema_attributes(c, OpKind::Split);
     const Shape* x = c.shape(0);
     if (!attributes || !x) return std::nullopt;
-    if (c.opset >= input_since && c.present(1)) {
+    // Split-1's optional second input also held the sizes; only the opset-13 form is read.
+    if (c.present(1) && c.opset < input_since) return std::nullopt;
+    if (c.present(1)) {
         const auto sizes = constant_ints(c, 1);
         if (!sizes) return std::nullopt;
         attributes->set("split", *sizes);
@@ -208,6 +227,7 @@ inline std::optional<CoreNodeSpec> import_split(const ImportContext& c) {
     if (!attributes->has("split")) {  // equal parts, one per output
         const auto parts = static_cast<std::int64_t>(c.node.output_size());
         const std::int64_t axis = attributes->get_int("axis", 0);
+        if (axis < -x->rank() || axis >= x->rank()) return std::nullopt;
         const std::int64_t extent = (*x)[static_cast<int>(axis < 0 ? axis + x->rank() : axis)];
         if (parts == 0 || extent % parts != 0) return std::nullopt;
         attributes->set("split", std::vector<std::int64_t>(static_cast<std::size_t>(parts), extent / parts));
@@ -229,6 +249,10 @@ inline std::optional<CoreNodeSpec> import_pad(const ImportContext& c) {
     auto attributes = schema_attributes(c, OpKind::Pad);
     const auto pads = constant_ints(c, 1);
     if (!attributes || !pads || c.present(3)) return std::nullopt;
+    // Modes the core op lacks (opset 19's "wrap") stay opaque.
+    constexpr std::string_view core_modes[] = {"constant", "reflect", "edge"};
+    const std::string mode = attributes->get_or<std::string>("mode", "constant");
+    if (std::find(std::begin(core_modes), std::end(core_modes), mode) == std::end(core_modes)) return std::nullopt;
     attributes->set("pads", *pads);
     if (c.present(2)) {
         const auto value = constant_scalar(c, 2);
@@ -320,6 +344,8 @@ inline std::optional<CoreNodeSpec> import_slice(const ImportContext& c) {
     auto axes = c.present(3) ? constant_ints(c, 3) : std::optional<std::vector<std::int64_t>>(std::vector<std::int64_t>{});
     const auto steps = c.present(4) ? constant_ints(c, 4) : std::optional<std::vector<std::int64_t>>(std::vector<std::int64_t>{});
     if (!starts || !ends || !axes || !steps || starts->size() != ends->size()) return std::nullopt;
+    if ((!axes->empty() && axes->size() != starts->size()) || (!steps->empty() && steps->size() != starts->size()))
+        return std::nullopt;  // malformed: ONNX Runtime rejects it, and it stays opaque here
     if (axes->empty())
         for (std::size_t i = 0; i < starts->size(); ++i) axes->push_back(static_cast<std::int64_t>(i));
     std::optional<std::array<std::int64_t, 3>> cut;  // axis, begin, end

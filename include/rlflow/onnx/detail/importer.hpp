@@ -109,7 +109,10 @@ private:
         std::unordered_set<std::string> initializers;
         for (const auto& init : m_model.graph().initializer()) initializers.insert(init.name());
         for (const auto& v : m_model.graph().input()) {
-            if (initializers.contains(v.name())) continue;
+            if (initializers.contains(v.name())) {
+                m_graph.info().onnx_initializer_inputs.push_back(v.name());
+                continue;
+            }
             if (v.name().empty()) throw onnx_error(m_source + ": a graph input has no name");
             const TensorType type = declared_type(v.name(), v.type());
             const auto& data = m_options.data_inputs;

@@ -8,6 +8,7 @@
 #include <rlflow/onnx/detail/import_ops.hpp>
 
 #include <array>
+#include <limits>
 
 namespace rlflow::onnx_io::detail {
 
@@ -16,6 +17,9 @@ struct OnnxMapping {
     ImportFn import;
     ExportFn write;
 };
+
+/// The input bound of import_direct for variadic ops (Concat): any input count.
+inline constexpr std::size_t variadic_arity = std::numeric_limits<std::size_t>::max();
 
 // clang-format off
 inline constexpr std::array<OnnxMapping, op_kind_count> onnx_mapping{{
@@ -43,7 +47,7 @@ inline constexpr std::array<OnnxMapping, op_kind_count> onnx_mapping{{
     {OpKind::GlobalAveragePool, import_direct<OpKind::GlobalAveragePool, 1>, export_direct},
     {OpKind::BatchNormalization, import_batch_norm, export_direct},
     {OpKind::LayerNormalization, import_layer_norm, export_layer_norm},
-    {OpKind::Concat, import_direct<OpKind::Concat, 1024>, export_direct},
+    {OpKind::Concat, import_direct<OpKind::Concat, variadic_arity>, export_direct},
     {OpKind::Split, import_split, export_split},
     {OpKind::Transpose, import_direct<OpKind::Transpose, 1>, export_direct},
     {OpKind::Reshape, import_reshape, export_reshape},

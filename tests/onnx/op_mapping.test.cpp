@@ -1,0 +1,161 @@
+// How ONNX nodes map onto core ops: forms that a core op does not compute exactly, and
+// malformed attribute lists, are carried as opaque nodes (never read out of bounds).
+#include <rlflow/onnx/export.hpp>
+#include <rlflow/onnx/import.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+using namespace rlflow;
+namespace pb = ::onnx;
+
+namespace {
+
+pb::ValueInfoProto value(const std::string& name, const std::vector<std::int64_t>& dims) {
+    pb::ValueInfoProto v;
+    v.set_name(name);
+    auto* t = v.mutable_type()->mutable_tensor_type();
+    t->set_elem_type(static_cast<int>(DType::Float32));
+    for (auto d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+    return v;
+}
+
+Tensor ints(const std::vector<std::int64_t>& v) {
+    return Tensor::from_values<std::int64_t>(DType::Int64, Shape{static_cast<std::int64_t>(v.size())}, v);
+}
+
+/// A model whose graph reads input `x` of shape `dims` into one node `op` named "n".
+struct OneNodeModel {
+    pb::ModelProto model;
+    pb::NodeProto* node;
+
+    OneNodeModel(std::int64_t opset, const std::string& op, const std::vector<std::int64_t>& dims) {
+        model.set_ir_version(8);
+        model.add_opset_import()->set_version(opset);
+        pb::GraphProto& g = *model.mutable_graph();
+        g.set_name("one_node");
+        *g.add_input() = value("x", dims);
+        node = g.add_node();
+        node->set_op_type(op);
+        node->set_name("n");
+        node->add_input("x");
+    }
+    OneNodeModel& constant_input(const std::string& name, const Tensor& t) {
+        *model.mutable_graph()->add_initializer() = onnx_io::tensor_to_proto(t, name);
+        node->add_input(name);
+        return *this;
+    }
+    OneNodeModel& attribute(const std::string& name, std::int64_t v) {
+        new_attribute(name, pb::AttributeProto::INT).set_i(v);
+        return *this;
+    }
+    OneNodeModel& attribute(const std::string& name, const std::string& v) {
+        new_attribute(name, pb::AttributeProto::STRING).set_s(v);
+        return *this;
+    }
+    OneNodeModel& attribute(const std::string& name, const std::vector<std::int64_t>& v) {
+        pb::AttributeProto& a = new_attribute(name, pb::AttributeProto::INTS);
+        for (const auto i : v) a.add_ints(i);
+        return *this;
+    }
+    pb::AttributeProto& new_attribute(const std::string& name, pb::AttributeProto::AttributeType type) {
+        pb::AttributeProto& a = *node->add_attribute();
+        a.set_name(name);
+        a.set_type(type);
+        return a;
+    }
+    OneNodeModel& output(const std::string& name, const std::vector<std::int64_t>& dims) {
+        node->add_output(name);
+        *model.mutable_graph()->add_output() = value(name, dims);
+        return *this;
+    }
+};
+
+/// The node named "n" of an imported graph.
+const Node& imported_node(const Graph& g) {
+    const auto it = std::find_if(g.nodes().begin(), g.nodes().end(), [](const Node& n) { return n.name == "n"; });
+    REQUIRE(it != g.nodes().end());
+    return *it;
+}
+
+}  // namespace
+
+TEST_CASE("a Slice whose axes or steps do not match its starts stays opaque") {
+    OneNodeModel axes(13, "Slice", {2, 6});
+    axes.constant_input("starts", ints({0, 1})).constant_input("ends", ints({6, 3})).constant_input("axes", ints({1}));
+    axes.output("y", {2, 2});
+    CHECK(imported_node(onnx_io::import_model(axes.model, {}, "axes.onnx")).op == OpKind::Opaque);
+
+    OneNodeModel steps(13, "Slice", {2, 6});
+    steps.constant_input("starts", ints({0, 1})).constant_input("ends", ints({2, 3}));
+    steps.constant_input("axes", ints({0, 1})).constant_input("steps", ints({1}));
+    steps.output("y", {2, 2});
+    CHECK(imported_node(onnx_io::import_model(steps.model, {}, "steps.onnx")).op == OpKind::Opaque);
+
+    OneNodeModel good(13, "Slice", {2, 6});
+    good.constant_input("starts", ints({1})).constant_input("ends", ints({3})).constant_input("axes", ints({1}));
+    good.output("y", {2, 2});
+    const Graph sliced = onnx_io::import_model(good.model, {}, "good.onnx");
+    const Node& split = imported_node(sliced);
+    CHECK(split.op == OpKind::Split);
+    CHECK(split.attributes.get_ints("split") == std::vector<std::int64_t>{1, 2, 3});
+}
+
+TEST_CASE("an equal Split along an axis the input lacks stays opaque") {
+    OneNodeModel m(13, "Split", {2, 6});
+    m.attribute("axis", std::int64_t{7}).output("a", {1, 6}).output("b", {1, 6});
+    const Graph g = onnx_io::import_model(m.model, {}, "split.onnx");
+    const Node& n = imported_node(g);
+    CHECK(n.op == OpKind::Opaque);
+    CHECK(n.op_type == "Split");
+}
+
+TEST_CASE("Split-1 sizes given as an input are not replaced by an equal split") {
+    OneNodeModel m(1, "Split", {2, 6});
+    m.constant_input("sizes", ints({2, 4})).attribute("axis", std::int64_t{1}).output("a", {2, 2}).output("b", {2, 4});
+    const Graph g = onnx_io::import_model(m.model, {}, "split1.onnx");
+    const Node& n = imported_node(g);
+    CHECK(n.op == OpKind::Opaque);
+    CHECK(n.inputs.size() == 2);
+}
+
+TEST_CASE("a Pad in a mode the core op lacks is carried as an opaque node, not an error") {
+    OneNodeModel m(19, "Pad", {2, 6});
+    m.constant_input("pads", ints({0, 1, 0, 1})).attribute("mode", std::string("wrap")).output("y", {2, 8});
+    const Graph g = onnx_io::import_model(m.model, {}, "wrap.onnx");
+    const Node& n = imported_node(g);
+    CHECK(n.op == OpKind::Opaque);
+    CHECK(n.attributes.get<std::string>("mode") == "wrap");
+    onnx_io::ExportOptions unchecked;
+    unchecked.check = false;  // ONNX 1.12's checker knows opsets up to 17
+    const pb::ModelProto written = onnx_io::export_model(g, unchecked);
+    REQUIRE(written.graph().node_size() == 1);
+    CHECK(written.graph().node(0).op_type() == "Pad");
+    CHECK(written.graph().node(0).input_size() == 2);
+
+    OneNodeModel reflect(13, "Pad", {2, 6});
+    reflect.constant_input("pads", ints({0, 1, 0, 1})).attribute("mode", std::string("reflect")).output("y", {2, 8});
+    CHECK(imported_node(onnx_io::import_model(reflect.model, {}, "reflect.onnx")).op == OpKind::Pad);
+}
+
+TEST_CASE("auto_pad with a window that does not cover both spatial axes stays opaque") {
+    OneNodeModel pool(13, "MaxPool", {1, 1, 6, 6});
+    pool.attribute("kernel_shape", std::vector<std::int64_t>{2}).attribute("auto_pad", std::string("SAME_UPPER"));
+    pool.output("y", {1, 1, 6, 6});
+    CHECK(imported_node(onnx_io::import_model(pool.model, {}, "pool.onnx")).op == OpKind::Opaque);
+
+    OneNodeModel conv(13, "Conv", {1, 1, 6, 6});
+    conv.constant_input("w", Tensor::from_floats(Shape{1, 1, 3, 3}, std::vector<float>(9, 1.0f)));
+    conv.attribute("strides", std::vector<std::int64_t>{2}).attribute("auto_pad", std::string("SAME_UPPER"));
+    conv.output("y", {1, 1, 3, 3});
+    CHECK(imported_node(onnx_io::import_model(conv.model, {}, "conv.onnx")).op == OpKind::Opaque);
+
+    OneNodeModel same(13, "MaxPool", {1, 1, 6, 6});
+    same.attribute("kernel_shape", std::vector<std::int64_t>{3, 3}).attribute("auto_pad", std::string("SAME_LOWER"));
+    same.output("y", {1, 1, 6, 6});
+    const Graph padded = onnx_io::import_model(same.model, {}, "same.onnx");
+    const Node& resolved = imported_node(padded);
+    CHECK(resolved.op == OpKind::MaxPool);
+    CHECK(resolved.attributes.get_ints("pads") == std::vector<std::int64_t>{1, 1, 1, 1});
+}
