@@ -7,6 +7,7 @@
 #include <rlflow/core/error.hpp>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <fcntl.h>
 #include <filesystem>
@@ -59,6 +60,7 @@ inline void write_file_atomically(const std::filesystem::path& path, std::string
         std::size_t done = 0;
         while (done < bytes.size()) {
             const ::ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+            if (n < 0 && errno == EINTR) continue;
             if (n <= 0) return false;
             done += static_cast<std::size_t>(n);
         }
