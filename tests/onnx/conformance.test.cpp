@@ -72,15 +72,6 @@ std::vector<Tensor> evaluate(const Graph& g, const std::vector<Tensor>& inputs) 
     return out;
 }
 
-std::vector<Tensor> load_set(const fs::path& dir, const std::string& prefix) {
-    std::vector<Tensor> tensors;
-    for (int i = 0;; ++i) {
-        const fs::path file = dir / (prefix + "_" + std::to_string(i) + ".pb");
-        if (!fs::exists(file)) return tensors;
-        tensors.push_back(onnx_io::load_tensor_file(file));
-    }
-}
-
 /// A copy of `model` in which the data set binds the graph inputs that core ops need as
 /// constants (integer tensors such as Reshape's shape, scalars such as Clip's bounds) as
 /// initializers; returns it with the remaining inputs, in order.
@@ -132,8 +123,8 @@ std::string run_case(const fs::path& dir) {
     for (const auto& set : sets) {
         std::vector<Tensor> inputs, expected;
         try {
-            inputs = load_set(set, "input");
-            expected = load_set(set, "output");
+            inputs = onnx_io::load_tensor_files(set, "input");
+            expected = onnx_io::load_tensor_files(set, "output");
         } catch (const onnx_error& e) {  // sequences, optionals, strings, rank > 6
             return std::string("skip: reference data is not a plain tensor: ") + e.what();
         }

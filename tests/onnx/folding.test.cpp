@@ -552,13 +552,6 @@ const fs::path node_tests = "/usr/share/libonnx-testdata/data/node";
 /// Relative tolerance for float results: the reference outputs come from numpy's libm.
 constexpr double float_tolerance = 1e-6;
 
-std::vector<Tensor> load_set(const fs::path& dir, const std::string& prefix) {
-    std::vector<Tensor> tensors;
-    for (int i = 0; fs::exists(dir / (prefix + "_" + std::to_string(i) + ".pb")); ++i)
-        tensors.push_back(onnx_io::load_tensor_file(dir / (prefix + "_" + std::to_string(i) + ".pb")));
-    return tensors;
-}
-
 /// Bitwise equality, except that float32/float64 may differ by a few units in the last place
 /// (the reference used numpy's libm) and NaN matches NaN.
 bool matches(const Tensor& actual, const Tensor& expected) {
@@ -588,8 +581,8 @@ std::string check_node_case(const fs::path& dir) {
         if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
     std::vector<Tensor> inputs, expected;
     try {
-        inputs = load_set(dir / "test_data_set_0", "input");
-        expected = load_set(dir / "test_data_set_0", "output");
+        inputs = onnx_io::load_tensor_files(dir / "test_data_set_0", "input");
+        expected = onnx_io::load_tensor_files(dir / "test_data_set_0", "output");
     } catch (const onnx_error&) {
         return "skipped";  // string or external data
     }

@@ -29,16 +29,6 @@ struct RunOptions {
     std::uint64_t seed = 0;
 };
 
-/// Reads DIR/PREFIX_0.pb, DIR/PREFIX_1.pb, ... until one is missing.
-inline std::vector<Tensor> read_tensor_files(const std::filesystem::path& dir, const std::string& prefix) {
-    std::vector<Tensor> tensors;
-    for (int i = 0;; ++i) {
-        const auto file = dir / (prefix + "_" + std::to_string(i) + ".pb");
-        if (!std::filesystem::exists(file)) return tensors;
-        tensors.push_back(onnx_io::load_tensor_file(file));
-    }
-}
-
 /// Largest absolute and relative (to the reference's largest magnitude) differences, and
 /// whether every element is within atol + rtol * |reference|.
 struct Agreement {
@@ -96,7 +86,7 @@ inline void add_run_command(CLI::App& app) {
     cmd->callback([o] {
         Graph g = load_model(o->model, o->load);
         exec::fill_random_weights(g, o->seed);
-        const auto inputs = o->inputs.empty() ? exec::random_inputs(g, o->seed) : read_tensor_files(o->inputs, "input");
+        const auto inputs = o->inputs.empty() ? exec::random_inputs(g, o->seed) : onnx_io::load_tensor_files(o->inputs, "input");
         const auto start = std::chrono::steady_clock::now();
         const exec::RunResult result = exec::Executor{}.run(g, inputs);
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -104,7 +94,7 @@ inline void add_run_command(CLI::App& app) {
                     static_cast<long long>(result.peak_activation_bytes));
         for (std::size_t i = 0; i < result.outputs.size(); ++i)
             std::printf("output %zu '%s': %s\n", i, g.outputs()[i].name.c_str(), result.outputs[i].type().to_string().c_str());
-        if (!o->expect.empty() && !compare_outputs(result.outputs, read_tensor_files(o->expect, "output"), *o))
+        if (!o->expect.empty() && !compare_outputs(result.outputs, onnx_io::load_tensor_files(o->expect, "output"), *o))
             throw CLI::RuntimeError("outputs differ from the reference", 1);
     });
 }

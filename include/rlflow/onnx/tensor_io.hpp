@@ -151,4 +151,15 @@ inline constexpr std::size_t structure_data_limit = 4096;
     return tensor_from_proto(t, path.string());
 }
 
+/// Loads DIR/PREFIX_0.pb, DIR/PREFIX_1.pb, ... until one is missing (the ONNX test-data
+/// layout: input_N.pb and output_N.pb).
+[[nodiscard]] inline std::vector<Tensor> load_tensor_files(const std::filesystem::path& dir, const std::string& prefix) {
+    std::vector<Tensor> tensors;
+    for (int i = 0;; ++i) {
+        const auto file = dir / (prefix + "_" + std::to_string(i) + ".pb");
+        if (!std::filesystem::exists(file)) return tensors;
+        tensors.push_back(load_tensor_file(file));
+    }
+}
+
 }  // namespace rlflow::onnx_io
