@@ -4,17 +4,28 @@
 /// (initializers, data optional) and constants are source nodes; graph outputs name
 /// tensors. Every edit keeps the use lists consistent and re-runs shape inference where
 /// types may change.
+///
+/// Edits can be recorded and undone exactly (begin_recording, end_recording, undo). Every
+/// public edit goes through a few private primitives (append a node, link or unlink a use,
+/// write an input slot, erase a node, add or retarget a graph output, rename, retype,
+/// replace attributes or data); each primitive notes itself in the journal while recording,
+/// so new edits built from them are covered without further work.
 
+#include <rlflow/core/edit_journal.hpp>
+#include <rlflow/core/error.hpp>
 #include <rlflow/core/node.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
 #include <queue>
 #include <ranges>
+#include <span>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace rlflow {
@@ -47,31 +58,35 @@ struct ModelInfo {
 };
 
 /// A computation graph.
+///
+/// Recording: between begin_recording() and end_recording() every edit is logged in an
+/// EditJournal, and undo() of that journal restores the graph exactly (ids, id_bound(),
+/// names, attributes, data, types, use-list order, input, weight and output order).
+/// Journals are undone newest first. Model-level metadata (info()) is not journaled.
+/// Copying a Graph copies all of its state, a recording in progress included: the copy
+/// goes on recording into its own journal.
 class Graph {
 public:
     // ---- construction -------------------------------------------------------------------
 
     /// Adds a graph input (in ONNX input order).
     NodeId add_input(std::string name, TensorType type) {
-        const NodeId id = emplace(OpKind::Input, std::move(name), {}, {}, {type});
-        m_inputs.push_back(id);
-        return id;
+        return append(make_node(OpKind::Input, std::move(name), {}, {}, {type}));
     }
     /// Adds a weight (initializer). `data`, if given, must match `type`.
     NodeId add_weight(std::string name, TensorType type, TensorPtr data = nullptr) {
         RLFLOW_EXPECTS(!data || data->type() == type, shape_error,
                        "weight '" + name + "': data " + data->type().to_string() + " vs declared " + type.to_string());
-        const NodeId id = emplace(OpKind::Weight, std::move(name), {}, {}, {type});
-        slot(id).data = std::move(data);
-        m_weights.push_back(id);
-        return id;
+        Node n = make_node(OpKind::Weight, std::move(name), {}, {}, {type});
+        n.data = std::move(data);
+        return append(std::move(n));
     }
     /// Adds a Constant node holding `value`.
     NodeId add_constant(std::string name, Tensor value) {
         const TensorType type = value.type();
-        const NodeId id = emplace(OpKind::Constant, std::move(name), {}, {}, {type});
-        slot(id).data = std::make_shared<const Tensor>(std::move(value));
-        return id;
+        Node n = make_node(OpKind::Constant, std::move(name), {}, {}, {type});
+        n.data = std::make_shared<const Tensor>(std::move(value));
+        return append(std::move(n));
     }
     /// Adds a core op node; normalises its attributes and infers its output types.
     /// Throws shape_error (naming the node) if the inputs do not fit the op.
@@ -88,7 +103,7 @@ public:
         traits.normalize(attributes, in_types, probe.describe());
         check_attributes(probe.describe(), traits, attributes);
         const std::vector<TensorType> out = traits.infer(OpContext{attributes, in_types, {}, probe.describe()});
-        return emplace(op, std::move(probe.name), std::move(inputs), std::move(attributes), out);
+        return append(make_node(op, std::move(probe.name), std::move(inputs), std::move(attributes), out));
     }
     /// Adds an op rlflow does not interpret, with the output types its importer found.
     NodeId add_opaque(std::string op_type, std::string domain, std::vector<TensorRef> inputs,
@@ -100,16 +115,16 @@ public:
         probe.name = name.empty() ? op_type + "_" + std::to_string(probe.id.value) : name;
         for (const auto& ref : inputs)
             if (ref.present()) check_ref(probe, ref);
-        const NodeId id = emplace(OpKind::Opaque, std::move(probe.name), std::move(inputs), std::move(attributes),
-                                  std::move(output_types));
-        slot(id).op_type = std::move(op_type);
-        slot(id).domain = std::move(domain);
-        return id;
+        Node n =
+            make_node(OpKind::Opaque, std::move(probe.name), std::move(inputs), std::move(attributes), output_types);
+        n.op_type = std::move(op_type);
+        n.domain = std::move(domain);
+        return append(std::move(n));
     }
     /// Marks a tensor as a graph output named `name` (defaults to the tensor's name).
     void add_output(TensorRef value, std::string name = {}) {
         check_ref_exists(value, "graph output");
-        m_outputs.push_back({value, name.empty() ? output(value).name : std::move(name)});
+        append_graph_output({value, name.empty() ? output(value).name : std::move(name)});
     }
 
     // ---- edits --------------------------------------------------------------------------
@@ -125,10 +140,7 @@ public:
         }
         for (std::uint32_t slot_index = 0; slot_index < n.inputs.size(); ++slot_index)
             if (n.inputs[slot_index].present()) unlink(n.inputs[slot_index], {id, slot_index});
-        std::erase(m_inputs, id);
-        std::erase(m_weights, id);
-        m_nodes[id.value].reset();
-        --m_live;
+        erase_node(id);
     }
     /// Points every consumer of `from` (and any graph output naming it) at `to`.
     /// The two tensors must have the same type.
@@ -140,8 +152,8 @@ public:
         if (from == to) return;
         const std::vector<Use> uses = output(from).uses;
         for (const Use& u : uses) set_input_unchecked(u.node, u.input, to);
-        for (auto& o : m_outputs)
-            if (o.value == from) o.value = to;
+        for (std::uint32_t i = 0; i < m_outputs.size(); ++i)
+            if (m_outputs[i].value == from) write_graph_output(i, to);
     }
     /// Rewires input `slot` of `id` to `value`, re-infers the node and everything
     /// downstream whose types change.
@@ -161,7 +173,7 @@ public:
             traits.normalize(attributes, types_of(n.inputs), n.describe());
             check_attributes(n.describe(), traits, attributes);
         }
-        n.attributes = std::move(attributes);
+        replace_attributes(n, std::move(attributes));
         reinfer_downstream(id);
     }
     /// Replaces node `old` by a new core op node that takes over its name, output names,
@@ -177,9 +189,8 @@ public:
         std::vector<std::string> names;
         for (const auto& out : o.outputs) names.push_back(out.name);
         remove_node(old);
-        Node& target = slot(fresh);
-        target.name = name;
-        for (std::size_t i = 0; i < names.size(); ++i) target.outputs[i].name = names[i];
+        rename(fresh, name);
+        for (std::uint32_t i = 0; i < names.size(); ++i) rename_output({fresh, i}, std::move(names[i]));
         return fresh;
     }
     /// Removes every node from which no graph output is reachable (graph inputs stay).
@@ -205,16 +216,58 @@ public:
         return removed;
     }
     /// Renames a node (names are not interpreted, only carried).
-    void rename(NodeId id, std::string name) { slot(id).name = std::move(name); }
+    void rename(NodeId id, std::string name) {
+        Node& n = slot(id);
+        record([&] { return detail::NodeRenamed{{id}, std::move(n.name)}; });
+        n.name = std::move(name);
+    }
     /// Renames an output tensor.
-    void rename_output(TensorRef ref, std::string name) { output_slot(ref).name = std::move(name); }
+    void rename_output(TensorRef ref, std::string name) {
+        NodeOutput& out = output_slot(ref);
+        record([&] { return detail::OutputRenamed{{ref.node}, ref.index, std::move(out.name)}; });
+        out.name = std::move(name);
+    }
     /// Sets the data of a Weight node (must match its type).
     void set_weight_data(NodeId id, TensorPtr data) {
         Node& n = slot(id);
         RLFLOW_EXPECTS(n.op == OpKind::Weight && data && data->type() == n.outputs[0].type, shape_error,
                        n.describe() + ": data does not match " + n.outputs[0].type.to_string());
-        n.data = std::move(data);
+        replace_data(n, std::move(data));
     }
+
+    // ---- recording and undo -------------------------------------------------------------
+
+    /// Starts logging every edit into a new journal. Throws precondition_error if the
+    /// graph is already recording.
+    void begin_recording() {
+        RLFLOW_EXPECTS(!m_recording, precondition_error,
+                       "Graph::begin_recording: already recording; call end_recording first");
+        m_journal = EditJournal{};
+        m_journal.m_begin_state = m_state_revision;
+        m_recording = true;
+    }
+    /// Stops recording and hands out the journal. Throws precondition_error if the graph
+    /// is not recording.
+    [[nodiscard]] EditJournal end_recording() {
+        RLFLOW_EXPECTS(m_recording, precondition_error,
+                       "Graph::end_recording: not recording; call begin_recording first");
+        m_recording = false;
+        m_journal.m_end_state = m_state_revision;
+        return std::exchange(m_journal, EditJournal{});
+    }
+    /// Whether edits are being logged.
+    [[nodiscard]] bool recording() const noexcept { return m_recording; }
+    /// Undoes `journal`, restoring the graph exactly as it was at begin_recording(): the
+    /// same nodes with the same ids and id_bound(), names, attributes, data, types, use
+    /// lists (same order), inputs/weights/outputs (same order). Costs O(journal size), no
+    /// graph scan. Throws precondition_error while recording, or if the graph has been
+    /// edited since the journal ended (journals are undone newest first, on the graph that
+    /// recorded them or a copy taken after it ended). Consumes the journal.
+    void undo(EditJournal&& journal);
+    /// Counts mutations of this graph object: every primitive edit and every undo changes
+    /// it, and it never takes the same value twice, so a cache keyed on it is never stale.
+    /// Copies start from the value of the original.
+    [[nodiscard]] std::uint64_t revision() const noexcept { return m_revision; }
 
     // ---- queries ------------------------------------------------------------------------
 
@@ -300,8 +353,11 @@ public:
     [[nodiscard]] const ModelInfo& info() const noexcept { return m_info; }
 
 private:
-    NodeId emplace(OpKind op, std::string name, std::vector<TensorRef> inputs, Attributes attributes,
-                   std::vector<TensorType> output_types) {
+    struct Reverter;
+
+    /// A node with the next id, not yet in the graph.
+    [[nodiscard]] Node make_node(OpKind op, std::string name, std::vector<TensorRef> inputs, Attributes attributes,
+                                 const std::vector<TensorType>& output_types) const {
         const NodeId id{static_cast<std::uint32_t>(m_nodes.size())};
         Node n;
         n.id = id;
@@ -314,12 +370,7 @@ private:
             n.outputs[i].type = output_types[i];
             n.outputs[i].name = output_types.size() == 1 ? n.name : n.name + ":" + std::to_string(i);
         }
-        m_nodes.emplace_back(std::move(n));
-        ++m_live;
-        const Node& added = *m_nodes.back();
-        for (std::uint32_t s = 0; s < added.inputs.size(); ++s)
-            if (added.inputs[s].present()) link(added.inputs[s], {id, s});
-        return id;
+        return n;
     }
     static std::string default_name(OpKind op, NodeId id) {
         return std::string(op_name(op)) + "_" + std::to_string(id.value);
@@ -365,20 +416,10 @@ private:
             if (spec.required && !attributes.has(spec.name))
                 throw graph_error(where + ": missing required attribute '" + std::string(spec.name) + "'");
     }
-    void link(TensorRef producer, Use use) {
-        auto& uses = output_slot(producer).uses;
-        uses.insert(std::upper_bound(uses.begin(), uses.end(), use), use);
-    }
-    void unlink(TensorRef producer, Use use) {
-        auto& uses = output_slot(producer).uses;
-        const auto it = std::find(uses.begin(), uses.end(), use);
-        RLFLOW_ASSERT(it != uses.end());
-        uses.erase(it);
-    }
     void set_input_unchecked(NodeId id, std::uint32_t slot_index, TensorRef value) {
-        TensorRef& in = slot(id).inputs[slot_index];
-        if (in.present()) unlink(in, {id, slot_index});
-        in = value;
+        const TensorRef previous = node(id).inputs[slot_index];
+        if (previous.present()) unlink(previous, {id, slot_index});
+        write_input(id, slot_index, value);
         if (value.present()) link(value, {id, slot_index});
     }
     /// Re-infers one node's output types; returns whether they changed.
@@ -390,10 +431,8 @@ private:
         const std::vector<TensorType> out = t.infer(OpContext{n.attributes, in_types, {}, n.describe()});
         RLFLOW_EXPECTS(out.size() == n.outputs.size(), graph_error, n.describe() + ": output count changed");
         bool changed = false;
-        for (std::size_t i = 0; i < out.size(); ++i) {
-            changed |= !(n.outputs[i].type == out[i]);
-            n.outputs[i].type = out[i];
-        }
+        for (std::size_t i = 0; i < out.size(); ++i) changed |= !(n.outputs[i].type == out[i]);
+        if (changed) write_output_types(n, out);
         return changed;
     }
     /// Re-infers `start`, then every consumer whose input types changed.
@@ -411,12 +450,141 @@ private:
         }
     }
 
+    // ---- mutation primitives: every change to the graph goes through one of these ------
+
+    /// Notes one primitive edit: bumps the revision and, only while recording, logs the
+    /// edit that `make_edit()` builds, so the non-recording path never builds one.
+    template <class MakeEdit>
+    void record(const MakeEdit& make_edit) {
+        m_state_revision = ++m_revision;
+        if (m_recording) [[unlikely]]
+            m_journal.m_edits.emplace_back(make_edit());
+    }
+    /// Adds `n` (whose id is id_bound()), lists it as an input or weight by its op, and
+    /// links its inputs.
+    NodeId append(Node n) {
+        const NodeId id = n.id;
+        const OpKind op = n.op;
+        RLFLOW_ASSERT(id.value == m_nodes.size());
+        m_nodes.emplace_back(std::move(n));
+        ++m_live;
+        if (op == OpKind::Input) m_inputs.push_back(id);
+        if (op == OpKind::Weight) m_weights.push_back(id);
+        record([&] { return detail::NodeAppended{{id}}; });
+        const std::vector<TensorRef>& inputs = m_nodes.back()->inputs;
+        for (std::uint32_t s = 0; s < inputs.size(); ++s)
+            if (inputs[s].present()) link(inputs[s], {id, s});
+        return id;
+    }
+    /// Undoes append(): `id` is the last node, and its uses are already unlinked.
+    void pop_node(NodeId id) {
+        RLFLOW_ASSERT(id.value + 1 == m_nodes.size() && m_nodes.back().has_value());
+        const OpKind op = m_nodes.back()->op;
+        RLFLOW_ASSERT(op != OpKind::Input || m_inputs.back() == id);
+        RLFLOW_ASSERT(op != OpKind::Weight || m_weights.back() == id);
+        if (op == OpKind::Input) m_inputs.pop_back();
+        if (op == OpKind::Weight) m_weights.pop_back();
+        m_nodes.pop_back();
+        --m_live;
+    }
+    /// Removes node `id`, whose inputs are already unlinked. While recording, the Node
+    /// moves into the journal.
+    void erase_node(NodeId id) {
+        std::optional<Node>& entry = m_nodes[id.value];
+        const std::uint32_t input_position = erase_listed(m_inputs, id, entry->op == OpKind::Input);
+        const std::uint32_t weight_position = erase_listed(m_weights, id, entry->op == OpKind::Weight);
+        record([&] {
+            m_journal.m_removed.push_back(std::move(*entry));
+            return detail::NodeRemoved{{id}, input_position, weight_position};
+        });
+        entry.reset();
+        --m_live;
+    }
+    /// Erases `id` from `list` if it is `listed` there; returns its position, or
+    /// NodeRemoved::absent.
+    static std::uint32_t erase_listed(std::vector<NodeId>& list, NodeId id, bool listed) {
+        if (!listed) return detail::NodeRemoved::absent;
+        const auto it = std::find(list.begin(), list.end(), id);
+        RLFLOW_ASSERT(it != list.end());
+        const auto position = static_cast<std::uint32_t>(it - list.begin());
+        list.erase(it);
+        return position;
+    }
+    /// Undoes erase_node(), putting `n` back in its slot and its input or weight position.
+    void restore_node(const detail::NodeRemoved& edit, Node n) {
+        RLFLOW_ASSERT(!m_nodes[edit.id.value].has_value());
+        m_nodes[edit.id.value] = std::move(n);
+        ++m_live;
+        if (edit.input_position != detail::NodeRemoved::absent)
+            m_inputs.insert(m_inputs.begin() + edit.input_position, edit.id);
+        if (edit.weight_position != detail::NodeRemoved::absent)
+            m_weights.insert(m_weights.begin() + edit.weight_position, edit.id);
+    }
+    /// Inserts `use` into the producer's sorted use list (a set, so undoing an unlink
+    /// puts it back where it was).
+    void link(TensorRef producer, Use use) {
+        auto& uses = output_slot(producer).uses;
+        uses.insert(std::upper_bound(uses.begin(), uses.end(), use), use);
+        record([&] { return detail::UseLinked{{producer, use}}; });
+    }
+    void unlink(TensorRef producer, Use use) {
+        auto& uses = output_slot(producer).uses;
+        const auto it = std::find(uses.begin(), uses.end(), use);
+        RLFLOW_ASSERT(it != uses.end());
+        uses.erase(it);
+        record([&] { return detail::UseUnlinked{{producer, use}}; });
+    }
+    /// Sets an input slot's value only; callers keep the use lists consistent.
+    void write_input(NodeId id, std::uint32_t slot_index, TensorRef value) {
+        TensorRef& in = slot(id).inputs[slot_index];
+        record([&] { return detail::InputWritten{{id}, slot_index, in}; });
+        in = value;
+    }
+    void append_graph_output(GraphOutput graph_output) {
+        const NodeId producer = graph_output.value.node;
+        m_outputs.push_back(std::move(graph_output));
+        record([&] { return detail::OutputAppended{{producer}}; });
+    }
+    void write_graph_output(std::uint32_t index, TensorRef value) {
+        TensorRef& target = m_outputs[index].value;
+        record([&] { return detail::OutputRetargeted{index, target, value}; });
+        target = value;
+    }
+    void write_output_types(Node& n, std::span<const TensorType> types) {
+        RLFLOW_ASSERT(types.size() == n.outputs.size());
+        record([&] {
+            detail::TypesChanged edit{{n.id}, {}};
+            edit.previous.reserve(n.outputs.size());
+            for (const NodeOutput& out : n.outputs) edit.previous.push_back(out.type);
+            return edit;
+        });
+        for (std::size_t i = 0; i < types.size(); ++i) n.outputs[i].type = types[i];
+    }
+    void replace_attributes(Node& n, Attributes attributes) {
+        record([&] { return detail::AttributesReplaced{{n.id}, std::move(n.attributes)}; });
+        n.attributes = std::move(attributes);
+    }
+    void replace_data(Node& n, TensorPtr data) {
+        record([&] { return detail::DataReplaced{{n.id}, std::move(n.data)}; });
+        n.data = std::move(data);
+    }
+
     std::vector<std::optional<Node>> m_nodes;
     std::size_t m_live = 0;
     std::vector<NodeId> m_inputs;
     std::vector<NodeId> m_weights;
     std::vector<GraphOutput> m_outputs;
     ModelInfo m_info;
+    /// Mutations so far (see revision()).
+    std::uint64_t m_revision = 0;
+    /// Names the graph's current state: the revision at which this state was first
+    /// reached. An edit sets it to the new revision; undo sets it back to the journal's
+    /// begin state, which the graph then equals exactly. So equal values mean equal
+    /// states, and undo can check that the graph is still where its journal ended.
+    std::uint64_t m_state_revision = 0;
+    bool m_recording = false;
+    /// The journal being recorded (empty unless m_recording).
+    EditJournal m_journal;
 };
 
 inline void Graph::validate() const {
@@ -456,6 +624,51 @@ inline void Graph::validate() const {
     }
     for (const auto& o : m_outputs) check_ref_exists(o.value, "graph output '" + o.name + "'");
     (void)topological_order();
+}
+
+/// Reverts one recorded edit through the primitive that is its inverse (a std::visit
+/// visitor). NodeRemoved takes back the last node the journal removed: edits are undone
+/// newest first, so removed nodes come back in reverse removal order.
+struct Graph::Reverter {
+    Graph& graph;
+    std::vector<Node>& removed;
+
+    void operator()(const detail::NodeAppended& e) const { graph.pop_node(e.id); }
+    void operator()(const detail::UseLinked& e) const { graph.unlink(e.producer, e.use); }
+    void operator()(const detail::UseUnlinked& e) const { graph.link(e.producer, e.use); }
+    void operator()(const detail::InputWritten& e) const { graph.write_input(e.id, e.slot, e.previous); }
+    void operator()(const detail::NodeRemoved& e) const {
+        RLFLOW_ASSERT(!removed.empty() && removed.back().id == e.id);
+        graph.restore_node(e, std::move(removed.back()));
+        removed.pop_back();
+    }
+    void operator()(const detail::OutputAppended& e) const {
+        RLFLOW_ASSERT(!graph.m_outputs.empty() && graph.m_outputs.back().value.node == e.id);
+        graph.m_outputs.pop_back();
+    }
+    void operator()(const detail::OutputRetargeted& e) const { graph.write_graph_output(e.index, e.previous); }
+    void operator()(detail::NodeRenamed& e) const { graph.rename(e.id, std::move(e.previous)); }
+    void operator()(detail::OutputRenamed& e) const { graph.rename_output({e.id, e.index}, std::move(e.previous)); }
+    void operator()(const detail::TypesChanged& e) const { graph.write_output_types(graph.slot(e.id), e.previous); }
+    void operator()(detail::AttributesReplaced& e) const {
+        graph.replace_attributes(graph.slot(e.id), std::move(e.previous));
+    }
+    void operator()(detail::DataReplaced& e) const { graph.replace_data(graph.slot(e.id), std::move(e.previous)); }
+};
+
+inline void Graph::undo(EditJournal&& journal) {
+    RLFLOW_EXPECTS(!m_recording, precondition_error,
+                   "Graph::undo: cannot undo while recording; call end_recording first");
+    RLFLOW_EXPECTS(journal.m_end_state == m_state_revision, precondition_error,
+                   "Graph::undo: the graph was edited after this journal ended; undo journals newest first");
+    EditJournal taken = std::exchange(journal, EditJournal{});
+    if (taken.empty()) return;
+    const Reverter revert{*this, taken.m_removed};
+    for (auto it = taken.m_edits.rbegin(); it != taken.m_edits.rend(); ++it) std::visit(revert, *it);
+    RLFLOW_ASSERT(taken.m_removed.empty());
+    // The reverting primitives counted themselves; pop_node alone does not, so count the undo too.
+    ++m_revision;
+    m_state_revision = taken.m_begin_state;
 }
 
 }  // namespace rlflow
