@@ -45,6 +45,18 @@ TEST_CASE("conv and matmul FLOPs count two operations per multiply-add") {
     CHECK(s.op_nodes == 2);
 }
 
+TEST_CASE("merge_gconv widens a grouped kernel's input channels by count and costs no flops") {
+    Graph g;
+    const auto w = g.add_weight("w", {DType::Float32, Shape{32, 4, 3, 3}});
+    const auto merged = g.add_node(OpKind::MergeGConv, {{w, 0}},
+                                   {{"count", std::int64_t{4}}, {"group", std::int64_t{8}}}, "merge");
+    CHECK(g.type({merged, 0}) == TensorType{DType::Float32, Shape{32, 16, 3, 3}});
+    CHECK(op_traits(OpKind::MergeGConv).onnx_name.empty());
+    const GraphStatistics s = graph_statistics(g);
+    CHECK(s.flops == 0.0);
+    CHECK(s.op_histogram.at("MergeGConv") == 1);
+}
+
 TEST_CASE("views move no bytes, copies move every byte they read and write") {
     const std::vector<TensorType> in{{DType::Float32, Shape{4, 4}}};
     const std::vector<TensorType> out{{DType::Float32, Shape{16}}};

@@ -1,6 +1,7 @@
 // Import/export round trips, lossless pass-through of unknown ops, and error reporting.
 #include <rlflow/core/canonical.hpp>
 #include <rlflow/core/random.hpp>
+#include <rlflow/core/statistics.hpp>
 #include <rlflow/exec/executor.hpp>
 #include <rlflow/exec/random.hpp>
 #include <rlflow/models/zoo.hpp>
@@ -169,6 +170,43 @@ TEST_CASE("a fused convolution is written as Conv + Relu, or as FusedConv on req
     const Graph back = onnx_io::import_model(standard);
     const auto inputs = exec::random_inputs(g, 2);
     CHECK(max_abs_difference(exec::Executor{}.run(g, inputs).outputs, exec::Executor{}.run(back, inputs).outputs) == 0.0f);
+}
+
+TEST_CASE("a merged grouped-conv kernel is written as Concat and a mask, and runs the same after import") {
+    // x -> Conv(MergeGConv(w, count 2, group 4), group 2) -> y
+    Graph g;
+    const auto x = g.add_input("x", {DType::Float32, Shape{1, 8, 6, 6}});
+    const auto w = g.add_weight("w", {DType::Float32, Shape{8, 2, 3, 3}});
+    const auto merged = g.add_node(OpKind::MergeGConv, {{w, 0}}, {{"count", std::int64_t{2}}, {"group", std::int64_t{4}}},
+                                   "merge");
+    const auto c = g.add_node(OpKind::Conv2D, {{x, 0}, {merged, 0}},
+                              {{"group", std::int64_t{2}}, {"pads", std::vector<std::int64_t>{1, 1, 1, 1}}}, "conv");
+    g.add_output({c, 0}, "y");
+    const auto inputs = exec::random_inputs(g, 4);
+
+    SUBCASE("with weight data, import folds the transform back into one kernel") {
+        exec::fill_random_weights(g, 3);
+        const pb::ModelProto model = onnx_io::export_model(g);  // checked by the ONNX checker
+        REQUIRE(model.graph().node_size() == 3);
+        CHECK(model.graph().node(0).op_type() == "Concat");
+        CHECK(model.graph().node(0).input_size() == 2);
+        CHECK(model.graph().node(1).op_type() == "Mul");
+        CHECK(model.graph().node(2).op_type() == "Conv");
+        const Graph back = onnx_io::import_model(model);
+        CHECK(max_abs_difference(exec::Executor{}.run(g, inputs).outputs, exec::Executor{}.run(back, inputs).outputs)
+              == 0.0f);
+    }
+    SUBCASE("without weight data, the transform comes back as core Concat and Mul") {
+        Graph back = onnx_io::import_model(onnx_io::export_model(g));
+        const GraphStatistics s = graph_statistics(back);
+        CHECK(s.opaque_nodes == 0);
+        CHECK(s.op_histogram.at("Concat") == 1);
+        CHECK(s.op_histogram.at("Mul") == 1);
+        exec::fill_random_weights(g, 3);
+        exec::fill_random_weights(back, 3);  // the same data: it depends on the seed, name and type
+        CHECK(max_abs_difference(exec::Executor{}.run(g, inputs).outputs, exec::Executor{}.run(back, inputs).outputs)
+              == 0.0f);
+    }
 }
 
 TEST_CASE("garbage and truncated files are onnx errors naming the file") {

@@ -43,6 +43,7 @@ enum class OpKind : std::uint8_t {
     Pad,
     ReduceMean,
     Enlarge,
+    MergeGConv,
     Opaque,
 };
 

@@ -86,6 +86,7 @@ inline constexpr A reshape_attrs[] = {{"shape", T::Ints, true}, {"allowzero", T:
 inline constexpr A pad_attrs[] = {{"pads", T::Ints, true}, {"mode", T::String}, {"value", T::Float}};
 inline constexpr A reduce_attrs[] = {{"axes", T::Ints}, {"keepdims", T::Int}};
 inline constexpr A enlarge_attrs[] = {{"kernel_shape", T::Ints, true}};
+inline constexpr A merge_gconv_attrs[] = {{"count", T::Int, true}, {"group", T::Int, true}};
 inline constexpr std::span<const A> none{};
 
 constexpr std::uint8_t ew = op_flag_elementwise;
@@ -125,6 +126,7 @@ inline constexpr std::array<OpTraits, op_kind_count> op_table{{
  {OpKind::Pad, "Pad", "Pad", 1, 1, pad_attrs, PadOp::normalize, PadOp::infer, no_flops},
  {OpKind::ReduceMean, "ReduceMean", "ReduceMean", 1, 1, reduce_attrs, ReduceMeanOp::normalize, ReduceMeanOp::infer, ReduceMeanOp::flops},
  {OpKind::Enlarge, "Enlarge", "", 1, 1, enlarge_attrs, no_normalize, EnlargeOp::infer, no_flops},
+ {OpKind::MergeGConv, "MergeGConv", "", 1, 1, merge_gconv_attrs, no_normalize, MergeGConvOp::infer, no_flops},
  {OpKind::Opaque, "Opaque", "", 0, -1, none, no_normalize, keep_outputs, no_flops, op_flag_opaque},
 }};
 // clang-format on

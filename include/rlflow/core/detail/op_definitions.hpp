@@ -437,4 +437,38 @@ struct EnlargeOp {
     }
 };
 
+/// TASO's grouped-convolution weight merge: the (M, n, kh, kw) kernel of a Conv with
+/// `group` groups becomes the (M, n*count, kh, kw) kernel of the same Conv with
+/// group / count groups. Output channel o belongs to original group o / (M / group) and
+/// keeps its n input channels in block b = (o / (M / group)) % count of the merged kernel;
+/// every other block is zero, so Conv(x, W, group) == Conv(x, MergeGConv(W), group / count).
+struct MergeGConvOp {
+    /// Which input-channel block of the merged kernel each output channel fills.
+    struct Layout {
+        /// Output channels per original group, M / group.
+        std::int64_t per_group = 1;
+        std::int64_t count = 1;
+
+        [[nodiscard]] constexpr std::int64_t block(std::int64_t output_channel) const noexcept {
+            return (output_channel / per_group) % count;
+        }
+    };
+    /// The layout of a node with these attributes over a kernel with `filters` output channels.
+    [[nodiscard]] static Layout layout(const Attributes& a, std::int64_t filters) {
+        return {filters / a.get_int("group", 1), a.get_int("count", 1)};
+    }
+    static Infer infer(const OpContext& c) {
+        const Shape& w = c.in(0);
+        const std::int64_t count = c.attributes.get_int("count", 1);
+        const std::int64_t group = c.attributes.get_int("group", 1);
+        if (w.rank() != 4) c.fail("expects a rank-4 kernel, got " + w.to_string());
+        if (group < 1 || w[0] % group != 0)
+            c.fail("group " + std::to_string(group) + " does not divide the " + std::to_string(w[0])
+                   + " output channels of kernel " + w.to_string());
+        if (count < 1 || group % count != 0)
+            c.fail("count " + std::to_string(count) + " does not divide group " + std::to_string(group));
+        return detail::one(c.inputs[0].dtype, Shape{w[0], w[1] * count, w[2], w[3]});
+    }
+};
+
 }  // namespace rlflow::detail

@@ -1,7 +1,8 @@
 #pragma once
 /// \file
 /// Conv2D as im2col + GEMM per image and group (a 1x1, stride-1, unpadded convolution
-/// multiplies the input directly), and Enlarge, which zero-pads a kernel.
+/// multiplies the input directly), and the kernel transforms Enlarge, which zero-pads a
+/// kernel, and MergeGConv, which merges the groups of a grouped kernel.
 
 #include <rlflow/exec/detail/eigen.hpp>
 #include <rlflow/exec/detail/elementwise.hpp>
@@ -124,6 +125,21 @@ inline void enlarge_kernel(const KernelArgs& args) {
             const float* source = w.data.data() + (p * kh + i) * kw;
             std::copy(source, source + kw, y.data.data() + (p * big_h + top + i) * big_w + left);
         }
+}
+
+/// MergeGConv: out[o, b*n + j] = W[o, j] for b = the block of output channel o (see
+/// MergeGConvOp), zero elsewhere. W[o, :] and its target block are both contiguous.
+inline void merge_gconv_kernel(const KernelArgs& args) {
+    const ConstView& w = args.inputs[0];
+    const MutableView& y = args.outputs[0];
+    const std::int64_t filters = w.shape[0];
+    const MergeGConvOp::Layout layout = MergeGConvOp::layout(args.node.attributes, filters);
+    const std::int64_t filter_size = w.shape.product(1, w.shape.rank());
+    std::fill(y.data.begin(), y.data.end(), 0.0f);
+    for (std::int64_t o = 0; o < filters; ++o) {
+        const float* source = w.data.data() + o * filter_size;
+        std::copy(source, source + filter_size, y.data.data() + (o * layout.count + layout.block(o)) * filter_size);
+    }
 }
 
 }  // namespace rlflow::detail

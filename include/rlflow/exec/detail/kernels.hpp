@@ -75,6 +75,7 @@ inline constexpr std::array<KernelEntry, op_kind_count> kernel_table{{
     {OpKind::Pad, pad_kernel},
     {OpKind::ReduceMean, reduce_mean_kernel},
     {OpKind::Enlarge, enlarge_kernel},
+    {OpKind::MergeGConv, merge_gconv_kernel},
     {OpKind::Opaque, opaque_kernel},
 }};
 // clang-format on

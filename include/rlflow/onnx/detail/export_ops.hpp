@@ -8,6 +8,7 @@
 #include <rlflow/core/graph.hpp>
 #include <rlflow/onnx/detail/attributes.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <limits>
@@ -69,18 +70,19 @@ struct ExportContext {
             attribute_to_proto(name, value, *n.add_attribute());
         }
     }
+    /// Adds `value` as an initializer and returns its name.
+    std::string initializer(const std::string& hint, const Tensor& value) {
+        const std::string name = names.claim(hint);
+        *graph.add_initializer() = tensor_to_proto(value, name);
+        return name;
+    }
     /// Adds an int64 vector initializer and returns its name.
     std::string ints_initializer(const std::string& hint, const std::vector<std::int64_t>& values) {
-        const std::string name = names.claim(hint);
-        *graph.add_initializer() =
-            tensor_to_proto(Tensor::from_values(DType::Int64, Shape{static_cast<std::int64_t>(values.size())}, values), name);
-        return name;
+        return initializer(hint, Tensor::from_values(DType::Int64, Shape{static_cast<std::int64_t>(values.size())}, values));
     }
     /// Adds a float scalar initializer and returns its name.
     std::string scalar_initializer(const std::string& hint, double value) {
-        const std::string name = names.claim(hint);
-        *graph.add_initializer() = tensor_to_proto(Tensor::from_floats(Shape{}, {static_cast<float>(value)}), name);
-        return name;
+        return initializer(hint, Tensor::from_floats(Shape{}, {static_cast<float>(value)}));
     }
     [[noreturn]] void fail(const std::string& message) const { throw onnx_error(node.describe() + ": " + message); }
 };
@@ -197,6 +199,31 @@ inline void export_enlarge(ExportContext& c) {
     const std::int64_t top = (to[2] - from[2]) / 2, left = (to[3] - from[3]) / 2;
     const std::vector<std::int64_t> pads{0, 0, top, left, 0, 0, to[2] - from[2] - top, to[3] - from[3] - left};
     c.emit("Pad", {c.inputs[0], c.ints_initializer(c.outputs[0] + "_pads", pads)}, c.outputs);
+}
+
+/// The 0/1 mask, shaped (M, n*count, 1, 1), that keeps block b = layout.block(o) of
+/// output channel o of a merged (M, n*count, kh, kw) kernel.
+[[nodiscard]] inline Tensor merge_gconv_mask(const Shape& merged, const rlflow::detail::MergeGConvOp::Layout& layout) {
+    const std::int64_t filters = merged[0], channels = merged[1], block_size = channels / layout.count;
+    std::vector<float> mask(static_cast<std::size_t>(filters * channels), 0.0f);
+    for (std::int64_t o = 0; o < filters; ++o)
+        std::fill_n(mask.begin() + o * channels + layout.block(o) * block_size, block_size, 1.0f);
+    return Tensor::from_floats(Shape{filters, channels, 1, 1}, std::move(mask));
+}
+
+/// MergeGConv is `count` copies of the kernel side by side on the input-channel axis
+/// (Concat), times a 0/1 mask that keeps each output channel's own block (Mul). Both are
+/// core ops, so the model also imports back when the kernel has no data. Exact for finite
+/// weights: an infinite or NaN weight times 0 is NaN rather than 0.
+inline void export_merge_gconv(ExportContext& c) {
+    if (c.input_types.at(0).dtype != DType::Float32) c.fail("MergeGConv is exported for float32 kernels only");
+    const Shape& merged = c.node.outputs[0].type.shape;
+    const auto layout = rlflow::detail::MergeGConvOp::layout(c.node.attributes, merged[0]);
+    const std::string copies = c.names.claim(c.outputs[0] + "_copies");
+    const std::vector<std::string> kernels(static_cast<std::size_t>(layout.count), c.inputs[0]);
+    pb::NodeProto& concat = c.emit("Concat", kernels, {copies});
+    attribute_to_proto("axis", std::int64_t{1}, *concat.add_attribute());
+    c.emit("Mul", {copies, c.initializer(c.outputs[0] + "_mask", merge_gconv_mask(merged, layout))}, c.outputs);
 }
 
 }  // namespace rlflow::onnx_io::detail

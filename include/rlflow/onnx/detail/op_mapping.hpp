@@ -55,6 +55,7 @@ inline constexpr std::array<OnnxMapping, op_kind_count> onnx_mapping{{
     {OpKind::Pad, import_pad, export_pad},
     {OpKind::ReduceMean, import_reduce_mean, export_reduce_mean},
     {OpKind::Enlarge, nullptr, export_enlarge},
+    {OpKind::MergeGConv, nullptr, export_merge_gconv},
     {OpKind::Opaque, nullptr, nullptr},
 }};
 // clang-format on
