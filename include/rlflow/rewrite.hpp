@@ -1,5 +1,18 @@
 #pragma once
 /// \file
-/// Umbrella header of the rewrite engine.
+/// Umbrella header of the rewrite engine: rules and their files, the matcher, the
+/// location index with its masks, the applier, the built-in rules and the soundness
+/// harness.
 
+#include <rlflow/rewrite/applier.hpp>
+#include <rlflow/rewrite/builtin_rules.hpp>
+#include <rlflow/rewrite/graph_index.hpp>
+#include <rlflow/rewrite/location.hpp>
+#include <rlflow/rewrite/location_index.hpp>
+#include <rlflow/rewrite/matcher.hpp>
+#include <rlflow/rewrite/rewriter.hpp>
+#include <rlflow/rewrite/rule.hpp>
+#include <rlflow/rewrite/rule_file.hpp>
+#include <rlflow/rewrite/rule_set.hpp>
+#include <rlflow/rewrite/rule_text.hpp>
 #include <rlflow/rewrite/soundness.hpp>

@@ -1,0 +1,55 @@
+#pragma once
+/// \file
+/// A graph and its location index kept in step: what an RL environment holds. An action
+/// (rule, location) is applied in place, the masks are updated incrementally, and the
+/// returned record steps both back.
+
+#include <rlflow/rewrite/applier.hpp>
+#include <rlflow/rewrite/location_index.hpp>
+
+#include <memory>
+#include <utility>
+
+namespace rlflow::rewrite {
+
+/// A graph under rewriting, with every rule's locations always current.
+class Rewriter {
+public:
+    /// Starts on `graph` with every location of `rules` indexed.
+    Rewriter(Graph graph, std::shared_ptr<const RuleSet> rules, IndexOptions options = {})
+        : m_graph(std::move(graph)), m_index(std::move(rules), options) {
+        m_index.rebuild(m_graph);
+    }
+
+    [[nodiscard]] const Graph& graph() const noexcept { return m_graph; }
+    [[nodiscard]] const LocationIndex& index() const noexcept { return m_index; }
+    [[nodiscard]] const RuleSet& rules() const noexcept { return m_index.rules(); }
+
+    /// Applies location `location` (an index below index().num_choices(rule)) of rule
+    /// `rule`; returns the record that undo() takes.
+    [[nodiscard]] EditJournal apply(std::size_t rule, std::size_t location) {
+        const Location where = m_index.location(rule, location);
+        EditJournal journal = rewrite::apply(m_graph, rules(), static_cast<std::uint32_t>(rule), where, Verify::no);
+        m_index.update(m_graph, journal.touched_nodes());
+        return journal;
+    }
+
+    /// Steps back one apply(); records are undone newest first.
+    void undo(EditJournal&& journal) {
+        const std::vector<NodeId> touched = journal.touched_nodes();
+        m_graph.undo(std::move(journal));
+        m_index.update(m_graph, touched);
+    }
+
+    /// Starts over on another graph.
+    void reset(Graph graph) {
+        m_graph = std::move(graph);
+        m_index.rebuild(m_graph);
+    }
+
+private:
+    Graph m_graph;
+    LocationIndex m_index;
+};
+
+}  // namespace rlflow::rewrite

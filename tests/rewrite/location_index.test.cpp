@@ -1,0 +1,144 @@
+#include "support.hpp"
+
+#include <rlflow/core/canonical.hpp>
+#include <rlflow/core/random.hpp>
+#include <rlflow/onnx.hpp>
+
+#include <filesystem>
+
+using namespace rewrite_test;
+
+namespace {
+
+/// A random action among the offered ones: a rule with locations, then one of its first L.
+std::pair<std::size_t, std::size_t> random_action(const rewrite::LocationIndex& index, Rng& rng) {
+    const auto mask = index.xfer_mask();
+    std::vector<std::size_t> rules;
+    for (std::size_t r = 0; r + 1 < mask.size(); ++r)
+        if (mask[r]) rules.push_back(r);
+    if (rules.empty()) return {index.num_rules(), 0};
+    const std::size_t rule = rules[rng.below(rules.size())];
+    return {rule, rng.below(index.num_choices(rule))};
+}
+
+/// Every rule's locations in `a` equal those of a fresh index of `graph`.
+void check_matches_full_recomputation(const rewrite::LocationIndex& a, const Graph& graph) {
+    rewrite::LocationIndex fresh(builtin(), {});
+    fresh.rebuild(graph);
+    for (std::size_t r = 0; r < a.num_rules(); ++r) {
+        const auto x = a.locations(r);
+        const auto y = fresh.locations(r);
+        CAPTURE(builtin()->operator[](r).name);
+        REQUIRE(std::equal(x.begin(), x.end(), y.begin(), y.end()));
+    }
+}
+
+Graph real_export(const char* file) {
+    onnx_io::ImportOptions options;
+    options.data_inputs = {"input"};
+    return onnx_io::load_onnx(std::filesystem::path(RLFLOW_SOURCE_DIR) / "tests" / "data" / file, options);
+}
+
+}  // namespace
+
+TEST_CASE("masks have N+1 xfer entries ending in NO-OP and L location entries") {
+    rewrite::Rewriter rw(models::build_zoo_model("bert"), builtin(), {.max_locations = 7});
+    const auto& index = rw.index();
+    const auto xfers = index.xfer_mask();
+    REQUIRE(xfers.size() == builtin()->size() + 1);
+    CHECK(xfers.back() == 1);
+    const auto triple = rule_id("merge_matmul_triple");
+    CHECK(xfers[triple] == 1);
+    CHECK(index.locations(triple).size() == 12);
+    const auto mask = index.location_mask(triple);
+    REQUIRE(mask.size() == 7);
+    CHECK(std::count(mask.begin(), mask.end(), 1) == 7);
+    CHECK(index.num_choices(triple) == 7);
+    CHECK_THROWS_AS((void)index.location(triple, 7), precondition_error);
+    const auto none = rule_id("merge_group_conv");
+    CHECK(xfers[none] == 0);
+    const auto empty = index.location_mask(none);
+    CHECK(std::count(empty.begin(), empty.end(), 1) == 0);
+}
+
+TEST_CASE("incremental masks always equal a full recomputation over random rewrite sequences") {
+    constexpr int steps = 60;
+    for (const auto& entry : models::zoo_entries()) {
+        CAPTURE(entry.name);
+        rewrite::Rewriter rw(entry.build({}), builtin());
+        Rng rng(std::hash<std::string_view>{}(entry.name));
+        std::vector<EditJournal> history;
+        for (int step = 0; step < steps; ++step) {
+            // One step in four goes back (when there is something to undo).
+            if (!history.empty() && rng.below(4) == 0) {
+                rw.undo(std::move(history.back()));
+                history.pop_back();
+            } else {
+                const auto [rule, location] = random_action(rw.index(), rng);
+                if (rule == rw.index().num_rules()) break;
+                history.push_back(rw.apply(rule, location));
+            }
+            check_matches_full_recomputation(rw.index(), rw.graph());
+        }
+    }
+}
+
+TEST_CASE("undoing every step restores the graph and its locations exactly") {
+    const Graph original = models::build_zoo_model("inception_v3");
+    rewrite::Rewriter rw(original, builtin());
+    std::vector<std::vector<Location>> before;
+    for (std::size_t r = 0; r < rw.index().num_rules(); ++r)
+        before.emplace_back(rw.index().locations(r).begin(), rw.index().locations(r).end());
+    Rng rng(3);
+    std::vector<EditJournal> history;
+    for (int step = 0; step < 40; ++step) {
+        const auto [rule, location] = random_action(rw.index(), rng);
+        if (rule == rw.index().num_rules()) break;
+        history.push_back(rw.apply(rule, location));
+    }
+    CHECK(canonical_hash(rw.graph()) != canonical_hash(original));
+    while (!history.empty()) {
+        rw.undo(std::move(history.back()));
+        history.pop_back();
+    }
+    CHECK(canonical_hash(rw.graph()) == canonical_hash(original));
+    CHECK(rw.graph().id_bound() == original.id_bound());
+    for (std::size_t r = 0; r < rw.index().num_rules(); ++r) {
+        const auto now = rw.index().locations(r);
+        CHECK(std::equal(now.begin(), now.end(), before[r].begin(), before[r].end()));
+    }
+}
+
+TEST_CASE("long random rewrite sequences keep every zoo graph and real export computing the same function") {
+    constexpr int steps = 50;
+    std::vector<std::pair<std::string, Graph>> graphs;
+    for (const auto& entry : models::zoo_entries()) graphs.emplace_back(std::string(entry.name), entry.build({}));
+    graphs.emplace_back("transformer_op17.onnx", real_export("transformer_op17.onnx"));
+    graphs.emplace_back("inception_v3_op17.onnx", real_export("inception_v3_op17.onnx"));
+    for (auto& [name, graph] : graphs) {
+        CAPTURE(name);
+        exec::fill_random_weights(graph, 1);
+        const auto inputs = exec::random_inputs(graph, 2);
+        const auto expected = exec::Executor{}.run(graph, inputs).outputs;
+        rewrite::Rewriter rw(std::move(graph), builtin());
+        Rng rng(std::hash<std::string>{}(name));
+        int applied = 0;
+        for (; applied < steps; ++applied) {
+            const auto [rule, location] = random_action(rw.index(), rng);
+            if (rule == rw.index().num_rules()) break;
+            CAPTURE(builtin()->operator[](rule).name);
+            (void)rw.apply(rule, location);
+            const auto got = exec::Executor{}.run(rw.graph(), inputs).outputs;
+            REQUIRE(got.size() == expected.size());
+            for (std::size_t o = 0; o < got.size(); ++o) {
+                REQUIRE(got[o].type() == expected[o].type());
+                const auto a = expected[o].floats(), b = got[o].floats();
+                std::size_t mismatches = 0;
+                for (std::size_t i = 0; i < a.size(); ++i) mismatches += std::abs(a[i] - b[i]) <= 1e-4 + 1e-3 * std::abs(a[i]) ? 0 : 1;
+                REQUIRE(mismatches == 0);
+            }
+        }
+        MESSAGE(name << ": " << applied << " rewrites, each checked");
+        CHECK(applied > 0);
+    }
+}
