@@ -4,7 +4,9 @@
 /// through their own headers (cost/cudnn_profiler.hpp, nn/backend/cublas.hpp).
 
 #include <rlflow/core.hpp>
+#include <rlflow/cost.hpp>
 #include <rlflow/exec.hpp>
 #include <rlflow/models.hpp>
 #include <rlflow/onnx.hpp>
 #include <rlflow/rewrite.hpp>
+#include <rlflow/search.hpp>

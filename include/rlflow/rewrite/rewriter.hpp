@@ -8,6 +8,7 @@
 #include <rlflow/rewrite/location_index.hpp>
 
 #include <memory>
+#include <span>
 #include <utility>
 
 namespace rlflow::rewrite {
@@ -32,6 +33,24 @@ public:
         EditJournal journal = rewrite::apply(m_graph, rules(), static_cast<std::uint32_t>(rule), where, Verify::no);
         m_index.update(m_graph, journal.touched_nodes());
         return journal;
+    }
+
+    /// Applies action (rule, location) without touching the index, calls
+    /// `inspect(graph, touched_nodes)` on the rewritten graph, undoes the rewrite and
+    /// returns what `inspect` returned: how a search prices a successor without copying.
+    template <class Inspect>
+    auto probe(std::size_t rule, std::size_t location, Inspect&& inspect) {
+        const Location where = m_index.location(rule, location);
+        EditJournal journal = rewrite::apply(m_graph, rules(), static_cast<std::uint32_t>(rule), where, Verify::no);
+        const std::vector<NodeId> touched = journal.touched_nodes();
+        try {
+            auto result = inspect(static_cast<const Graph&>(m_graph), std::span<const NodeId>(touched));
+            m_graph.undo(std::move(journal));
+            return result;
+        } catch (...) {
+            m_graph.undo(std::move(journal));
+            throw;
+        }
     }
 
     /// Steps back one apply(); records are undone newest first.

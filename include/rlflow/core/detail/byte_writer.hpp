@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// An append-only byte encoder with unambiguous (length-prefixed) fields, and a 64-bit
-/// hash over bytes. Used for canonical forms and cache keys.
+/// An append-only byte encoder with unambiguous (length-prefixed) fields, its reader, and
+/// a 64-bit hash over bytes. Used for canonical forms and cache keys.
 
 #include <bit>
 #include <cstdint>
@@ -35,6 +35,43 @@ public:
 
 private:
     std::string m_out;
+};
+
+/// Reads what ByteWriter wrote. A read past the end yields zeros and clears ok(), so a
+/// truncated or corrupt buffer is detected after the fact, never read out of bounds.
+class ByteReader {
+public:
+    explicit ByteReader(std::string_view in) noexcept : m_in(in) {}
+    std::uint64_t u64() noexcept {
+        std::uint64_t v = 0;
+        if (m_in.size() - m_at < sizeof v) {
+            m_ok = false;
+            m_at = m_in.size();
+            return 0;
+        }
+        std::memcpy(&v, m_in.data() + m_at, sizeof v);
+        m_at += sizeof v;
+        return v;
+    }
+    double f64() noexcept { return std::bit_cast<double>(u64()); }
+    std::string_view str() noexcept {
+        const std::uint64_t size = u64();
+        if (!m_ok || size > m_in.size() - m_at) {
+            m_ok = false;
+            m_at = m_in.size();
+            return {};
+        }
+        const std::string_view s = m_in.substr(m_at, size);
+        m_at += size;
+        return s;
+    }
+    [[nodiscard]] bool ok() const noexcept { return m_ok; }
+    [[nodiscard]] bool at_end() const noexcept { return m_at == m_in.size(); }
+
+private:
+    std::string_view m_in;
+    std::size_t m_at = 0;
+    bool m_ok = true;
 };
 
 /// splitmix64 finaliser: a fast, well-mixed 64-bit permutation.

@@ -1,0 +1,130 @@
+#pragma once
+/// \file
+/// CostModel<Backend>: op costs cached by signature, graph cost as their sum, and an
+/// optional persistent cache file.
+///
+/// Graph cost follows TASO: the sum of op costs under sequential execution. Ops computed
+/// from weights and constants alone (a folded BatchNorm's new kernel, a concatenation of
+/// Q/K/V weights) run once when the model is loaded, not per inference, so they cost 0.
+
+#include <rlflow/core/atomic_file.hpp>
+#include <rlflow/core/graph.hpp>
+#include <rlflow/cost/cost_backend.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace rlflow::cost {
+
+/// Per node id: 1 if the node is computed from weights and constants only (sources
+/// themselves included), so it can be precomputed once.
+[[nodiscard]] inline std::vector<char> weight_only_nodes(const Graph& g) {
+    std::vector<char> constant(g.id_bound(), 0);
+    for (const NodeId id : g.topological_order()) {
+        const Node& n = g.node(id);
+        if (n.op == OpKind::Input) continue;
+        bool all = true;
+        for (const TensorRef& in : n.inputs) all = all && (!in.present() || constant[in.node.value]);
+        constant[id.value] = all ? 1 : 0;
+    }
+    return constant;
+}
+
+/// A backend with a cache of op costs keyed by signature.
+template <CostBackend Backend>
+class CostModel {
+public:
+    /// The version of the cache file format.
+    static constexpr std::uint64_t cache_version = 1;
+
+    explicit CostModel(Backend backend = Backend{}) : m_backend(std::move(backend)) {}
+
+    [[nodiscard]] Backend& backend() noexcept { return m_backend; }
+    [[nodiscard]] const Backend& backend() const noexcept { return m_backend; }
+    [[nodiscard]] std::string name() const { return m_backend.name(); }
+
+    /// The cost of one op, from the cache or the backend.
+    [[nodiscard]] double op_cost(const OpSignature& op) {
+        std::string key = signature_key(op);
+        if (const auto it = m_cache.find(key); it != m_cache.end()) return it->second;
+        const double ms = static_cast<double>(m_backend.op_cost_ms(op));
+        m_cache.emplace(std::move(key), ms);
+        return ms;
+    }
+    /// The cost of node `n` of `g` (ignoring whether it is weight-only).
+    [[nodiscard]] double node_cost(const Graph& g, const Node& n) {
+        if (n.traits().has(op_flag_source)) return 0.0;
+        const std::vector<TensorType> inputs = g.types_of(n.inputs);
+        std::vector<TensorType> outputs;
+        outputs.reserve(n.outputs.size());
+        for (const auto& o : n.outputs) outputs.push_back(o.type);
+        return op_cost(OpSignature{n.op, n.attributes, inputs, outputs});
+    }
+    /// Milliseconds of one inference: the sum over op nodes, weight-only ones excluded.
+    [[nodiscard]] double graph_cost(const Graph& g) {
+        const std::vector<char> precomputed = weight_only_nodes(g);
+        double total = 0;
+        for (const Node& n : g.nodes())
+            if (!precomputed[n.id.value]) total += node_cost(g, n);
+        return total;
+    }
+
+    [[nodiscard]] std::size_t cache_size() const noexcept { return m_cache.size(); }
+
+    /// Writes the cache (format version, backend name, entries, checksum) atomically.
+    void save_cache(const std::filesystem::path& path) const {
+        rlflow::detail::ByteWriter w;
+        w.str(cache_magic);
+        w.u64(cache_version);
+        w.str(m_backend.name());
+        w.u64(m_cache.size());
+        for (const auto& [key, ms] : m_cache) {
+            w.str(key);
+            w.f64(ms);
+        }
+        w.u64(rlflow::detail::hash_bytes(w.data()));
+        write_file_atomically(path, w.data());
+    }
+    /// Adds the entries of a cache file written for this backend. A missing, corrupt,
+    /// other-version or other-backend file is ignored (costs are measured again), never
+    /// trusted; returns whether entries were loaded.
+    bool load_cache(const std::filesystem::path& path) {
+        std::ifstream in(path, std::ios::binary);
+        if (!in) return false;
+        const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+        std::unordered_map<std::string, double> entries;
+        if (!parse_cache(bytes, entries)) return false;
+        m_cache.merge(entries);
+        return true;
+    }
+
+private:
+    static constexpr std::string_view cache_magic = "rlflow-cost-cache";
+
+    /// Reads a cache file; false unless it is intact and for this backend and version.
+    [[nodiscard]] bool parse_cache(const std::string& bytes, std::unordered_map<std::string, double>& out) const {
+        constexpr std::size_t checksum_bytes = sizeof(std::uint64_t);
+        if (bytes.size() < checksum_bytes) return false;
+        const std::string_view body(bytes.data(), bytes.size() - checksum_bytes);
+        rlflow::detail::ByteReader checksum(std::string_view(bytes).substr(body.size()));
+        if (checksum.u64() != rlflow::detail::hash_bytes(body)) return false;
+        rlflow::detail::ByteReader r(body);
+        if (r.str() != cache_magic || r.u64() != cache_version || r.str() != m_backend.name()) return false;
+        const std::uint64_t count = r.u64();
+        for (std::uint64_t i = 0; i < count && r.ok(); ++i) {
+            std::string key(r.str());
+            const double ms = r.f64();
+            out.emplace(std::move(key), ms);
+        }
+        return r.ok() && r.at_end();
+    }
+
+    Backend m_backend;
+    std::unordered_map<std::string, double> m_cache;
+};
+
+}  // namespace rlflow::cost

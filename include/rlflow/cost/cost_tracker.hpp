@@ -1,0 +1,97 @@
+#pragma once
+/// \file
+/// A graph's cost kept current edit by edit: after a rewrite only the touched nodes are
+/// re-priced, so a search or an RL step reads the new cost in microseconds instead of
+/// summing the whole graph again.
+
+#include <rlflow/cost/cost_model.hpp>
+
+#include <algorithm>
+#include <span>
+#include <vector>
+
+namespace rlflow::cost {
+
+/// The cost of one graph under a CostModel, updated from edit journals' touched nodes.
+template <CostBackend Backend>
+class CostTracker {
+public:
+    /// Prices every node of `graph`; `model` must outlive the tracker.
+    CostTracker(CostModel<Backend>& model, const Graph& graph) : m_model(&model) { rebuild(graph); }
+
+    /// Re-prices the whole graph.
+    void rebuild(const Graph& graph) {
+        m_cost.assign(graph.id_bound(), 0.0);
+        m_tracked.assign(graph.id_bound(), 0);
+        m_constant.assign(graph.id_bound(), 0);
+        m_total = 0;
+        const std::vector<char> constant = weight_only_nodes(graph);
+        for (const NodeId id : graph.topological_order()) {
+            m_constant[id.value] = constant[id.value];
+            track(graph, graph.node(id));
+        }
+    }
+
+    /// Brings the total up to date after edits that touched `touched` (rewrites and their
+    /// undos: EditJournal::touched_nodes). Removed nodes stop counting, new and rewired ones
+    /// are priced, and a change of weight-only status flows to consumers.
+    void update(const Graph& graph, std::span<const NodeId> touched) {
+        if (graph.id_bound() > m_cost.size()) {
+            m_cost.resize(graph.id_bound(), 0.0);
+            m_tracked.resize(graph.id_bound(), 0);
+            m_constant.resize(graph.id_bound(), 0);
+        }
+        std::vector<NodeId> work;
+        for (const NodeId id : touched) {
+            if (id.value < m_tracked.size() && m_tracked[id.value]) untrack(id);
+            if (graph.contains(id)) work.push_back(id);
+        }
+        // Producers before consumers, so weight-only status is settled once.
+        std::sort(work.begin(), work.end(), [&](NodeId a, NodeId b) { return a < b; });
+        while (!work.empty()) {
+            const NodeId id = work.front();
+            work.erase(work.begin());
+            const Node& n = graph.node(id);
+            const char was = m_tracked[id.value] ? m_constant[id.value] : 2;
+            if (m_tracked[id.value]) untrack(id);
+            m_constant[id.value] = weight_only(n);
+            track(graph, n);
+            if (was != 2 && was == m_constant[id.value]) continue;
+            for (const auto& out : n.outputs)
+                for (const Use& u : out.uses)
+                    if (m_tracked[u.node.value] && m_constant[u.node.value] != weight_only(graph.node(u.node))
+                        && std::find(work.begin(), work.end(), u.node) == work.end())
+                        work.push_back(u.node);
+        }
+    }
+
+    /// Milliseconds of one inference of the graph as it is now.
+    [[nodiscard]] double total() const noexcept { return m_total; }
+
+private:
+    [[nodiscard]] char weight_only(const Node& n) const {
+        if (n.op == OpKind::Input) return 0;
+        for (const TensorRef& in : n.inputs)
+            if (in.present() && !m_constant[in.node.value]) return 0;
+        return 1;
+    }
+    void track(const Graph& graph, const Node& n) {
+        const double ms = m_constant[n.id.value] ? 0.0 : m_model->node_cost(graph, n);
+        m_cost[n.id.value] = ms;
+        m_tracked[n.id.value] = 1;
+        m_total += ms;
+    }
+    void untrack(NodeId id) {
+        m_total -= m_cost[id.value];
+        m_cost[id.value] = 0;
+        m_tracked[id.value] = 0;
+    }
+
+    CostModel<Backend>* m_model;
+    std::vector<double> m_cost;
+    std::vector<char> m_tracked;
+    std::vector<char> m_constant;
+    double m_total = 0;
+};
+
+}  // namespace rlflow::cost

@@ -1,0 +1,116 @@
+#pragma once
+/// \file
+/// TASO's cost-based backtracking search (thesis Algorithm 2): a priority queue of graphs
+/// by cost; each dequeued graph is expanded by every location of every rule, and a
+/// successor is kept if its cost is below alpha x the best cost so far (and the queue is
+/// capped at SearchOptions::max_queue graphs, dropping the costliest). Successors are
+/// deduplicated by exact canonical form (TASO trusted a 64-bit hash). The queue is
+/// ordered by (cost, insertion order), so the search is deterministic. Successors are
+/// kept as (parent, rewrite) and made when dequeued, where duplicates are dropped.
+
+#include <rlflow/core/canonical.hpp>
+#include <rlflow/search/greedy.hpp>
+
+#include <memory>
+#include <iterator>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+namespace rlflow::search {
+
+namespace detail {
+
+/// A graph waiting in the queue: its parent and the rewrite that makes it from the parent
+/// (applied only when the candidate is dequeued, so kept successors cost no copy until
+/// then), with the rewrites that made it from the input.
+struct Candidate {
+    double cost_ms = 0;
+    std::uint64_t order = 0;
+    std::shared_ptr<const Graph> parent;
+    std::uint32_t rule = 0;
+    rewrite::Location location;
+    /// Whether `parent` is the graph itself (the input).
+    bool materialized = false;
+    std::vector<std::uint32_t> counts;
+
+    [[nodiscard]] std::shared_ptr<const Graph> graph(const rewrite::RuleSet& rules) const {
+        if (materialized) return parent;
+        auto g = std::make_shared<Graph>(*parent);
+        (void)rewrite::apply(*g, rules, rule, location, rewrite::Verify::no);
+        return g;
+    }
+};
+struct CheaperFirst {
+    bool operator()(const Candidate& a, const Candidate& b) const noexcept {
+        return a.cost_ms != b.cost_ms ? a.cost_ms < b.cost_ms : a.order < b.order;
+    }
+};
+
+/// Canonical forms seen so far, compared exactly (hash first).
+class SeenGraphs {
+public:
+    /// Records `g`; false if an identical graph was recorded before.
+    bool insert(const Graph& g) {
+        CanonicalForm form = canonical_form(g);
+        auto& bucket = m_by_hash[form.hash];
+        for (const auto& bytes : bucket)
+            if (bytes == form.bytes) return false;
+        bucket.push_back(std::move(form.bytes));
+        return true;
+    }
+
+private:
+    std::unordered_map<std::uint64_t, std::vector<std::string>> m_by_hash;
+};
+
+}  // namespace detail
+
+/// Backtracking search from `graph` with `rules`, priced by `model`.
+template <cost::CostBackend Backend>
+[[nodiscard]] SearchResult backtracking(const Graph& graph, std::shared_ptr<const rewrite::RuleSet> rules,
+                                        cost::CostModel<Backend>& model, const SearchOptions& options = {}) {
+    const detail::StopRules stop(options);
+    SearchResult result;
+    result.initial_cost_ms = model.graph_cost(graph);
+    // Cheapest first; past max_queue candidates the most expensive is dropped.
+    std::set<detail::Candidate, detail::CheaperFirst> queue;
+    detail::SeenGraphs seen;
+    std::uint64_t order = 0;
+    detail::Candidate best{result.initial_cost_ms, order, std::make_shared<const Graph>(graph), 0, {}, true,
+                           std::vector<std::uint32_t>(rules->size(), 0)};
+    queue.insert(best);
+    result.reason = StopReason::converged;
+    while (!queue.empty()) {
+        if (const auto why = stop.check(result.expansions)) {
+            result.reason = *why;
+            break;
+        }
+        const detail::Candidate current = *queue.begin();
+        queue.erase(queue.begin());
+        const std::shared_ptr<const Graph> g = current.graph(*rules);
+        if (!seen.insert(*g)) continue;
+        ++result.expansions;
+        rewrite::Rewriter rw(*g, rules, detail::every_location);
+        cost::CostTracker<Backend> tracker(model, rw.graph());
+        for (std::size_t r = 0; r < rules->size(); ++r)
+            for (std::size_t l = 0; l < rw.index().num_choices(r); ++l) {
+                const double c = detail::probe_cost(rw, tracker, r, l);
+                if (!(c < options.alpha * best.cost_ms)) continue;
+                detail::Candidate successor{c, ++order, g, static_cast<std::uint32_t>(r), rw.index().location(r, l), false,
+                                            current.counts};
+                ++successor.counts[r];
+                if (c < best.cost_ms) best = successor;
+                queue.insert(std::move(successor));
+                if (queue.size() > options.max_queue) queue.erase(std::prev(queue.end()));
+            }
+        if (options.on_progress) options.on_progress({result.expansions, options.budget, result.initial_cost_ms, best.cost_ms});
+    }
+    result.graph = *best.graph(*rules);
+    result.best_cost_ms = model.graph_cost(result.graph);
+    result.rewrites = detail::named_counts(*rules, best.counts);
+    result.seconds = stop.seconds();
+    return result;
+}
+
+}  // namespace rlflow::search

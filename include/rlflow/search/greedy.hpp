@@ -1,0 +1,82 @@
+#pragma once
+/// \file
+/// Greedy search: apply the location that lowers the cost most, until none does (or the
+/// budget, clock or stop flag ends it). Ties go to the first (rule, location) in index
+/// order, so the result is a function of the graph, the rules and the cost model.
+
+#include <rlflow/cost/cost_tracker.hpp>
+#include <rlflow/rewrite/rewriter.hpp>
+#include <rlflow/search/search.hpp>
+
+#include <limits>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace rlflow::search {
+
+namespace detail {
+
+/// A search sees every location, not just an agent's first L.
+inline constexpr rewrite::IndexOptions every_location{std::numeric_limits<std::size_t>::max()};
+
+/// The cost after action (rule, location), leaving graph and tracker as they were.
+template <cost::CostBackend Backend>
+[[nodiscard]] double probe_cost(rewrite::Rewriter& rw, cost::CostTracker<Backend>& tracker, std::size_t rule,
+                                std::size_t location) {
+    auto [after, touched] = rw.probe(rule, location, [&](const Graph& g, std::span<const NodeId> t) {
+        tracker.update(g, t);
+        return std::pair(tracker.total(), std::vector<NodeId>(t.begin(), t.end()));
+    });
+    tracker.update(rw.graph(), touched);
+    return after;
+}
+
+/// Costs within this relative margin count as equal, so float noise is not progress.
+inline constexpr double relative_tolerance = 1e-9;
+
+}  // namespace detail
+
+/// Greedy search from `graph` with `rules`, priced by `model`.
+template <cost::CostBackend Backend>
+[[nodiscard]] SearchResult greedy(const Graph& graph, std::shared_ptr<const rewrite::RuleSet> rules,
+                                  cost::CostModel<Backend>& model, const SearchOptions& options = {}) {
+    const detail::StopRules stop(options);
+    rewrite::Rewriter rw(graph, rules, detail::every_location);
+    cost::CostTracker<Backend> tracker(model, rw.graph());
+    SearchResult result;
+    result.initial_cost_ms = tracker.total();
+    std::vector<std::uint32_t> counts(rules->size(), 0);
+    for (;;) {
+        if (const auto why = stop.check(result.expansions)) {
+            result.reason = *why;
+            break;
+        }
+        const double current = tracker.total();
+        double best = current * (1 - detail::relative_tolerance);
+        std::optional<std::pair<std::size_t, std::size_t>> choice;
+        for (std::size_t r = 0; r < rules->size(); ++r)
+            for (std::size_t l = 0; l < rw.index().num_choices(r); ++l)
+                if (const double c = detail::probe_cost(rw, tracker, r, l); c < best) {
+                    best = c;
+                    choice = {r, l};
+                }
+        if (!choice) {
+            result.reason = StopReason::converged;
+            break;
+        }
+        EditJournal journal = rw.apply(choice->first, choice->second);
+        tracker.update(rw.graph(), journal.touched_nodes());
+        ++counts[choice->first];
+        ++result.expansions;
+        if (options.on_progress) options.on_progress({result.expansions, options.budget, result.initial_cost_ms, tracker.total()});
+    }
+    result.graph = rw.graph();
+    result.best_cost_ms = model.graph_cost(result.graph);
+    result.rewrites = detail::named_counts(*rules, counts);
+    result.seconds = stop.seconds();
+    return result;
+}
+
+}  // namespace rlflow::search

@@ -1,0 +1,101 @@
+#pragma once
+/// \file
+/// What the searches share: options (budget, alpha, time limit, interruption, progress),
+/// the result (best graph, costs, rewrites used, why the search stopped), and the
+/// stopping rules.
+
+#include <rlflow/core/graph.hpp>
+#include <rlflow/rewrite/rule_set.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rlflow::search {
+
+/// A snapshot for progress bars.
+struct SearchProgress {
+    std::size_t expansions = 0;
+    std::size_t budget = 0;
+    double initial_cost_ms = 0;
+    double best_cost_ms = 0;
+};
+
+/// Settings of a search.
+struct SearchOptions {
+    /// Most expansions (taso: graphs dequeued; greedy: rewrites applied).
+    std::size_t budget = 1000;
+    /// taso keeps a successor whose cost is below alpha x the best cost so far.
+    double alpha = 1.05;
+    /// taso keeps at most this many graphs queued (the costliest go first).
+    std::size_t max_queue = 1000;
+    /// Wall-clock limit in seconds; 0 means none.
+    double time_limit_seconds = 0;
+    /// Set (e.g. from a SIGINT handler) to stop with the best graph so far.
+    const std::atomic<bool>* stop = nullptr;
+    /// Called after every expansion.
+    std::function<void(const SearchProgress&)> on_progress;
+};
+
+/// Why a search ended.
+enum class StopReason : std::uint8_t { converged, budget, time_limit, interrupted };
+
+[[nodiscard]] constexpr std::string_view stop_reason_name(StopReason r) noexcept {
+    constexpr std::string_view names[] = {"converged", "budget", "time_limit", "interrupted"};
+    return names[static_cast<std::size_t>(r)];
+}
+
+/// The outcome of a search.
+struct SearchResult {
+    Graph graph;
+    double initial_cost_ms = 0;
+    double best_cost_ms = 0;
+    /// Rule name -> times applied on the way from the input to the best graph.
+    std::map<std::string, std::size_t> rewrites;
+    std::size_t expansions = 0;
+    double seconds = 0;
+    StopReason reason = StopReason::converged;
+};
+
+namespace detail {
+
+/// The budget, the clock and the stop flag, checked between expansions.
+class StopRules {
+public:
+    explicit StopRules(const SearchOptions& options)
+        : m_options(options), m_start(std::chrono::steady_clock::now()) {}
+
+    /// Why to stop before expansion number `expansions`, if at all.
+    [[nodiscard]] std::optional<StopReason> check(std::size_t expansions) const {
+        if (m_options.stop && m_options.stop->load(std::memory_order_relaxed)) return StopReason::interrupted;
+        if (expansions >= m_options.budget) return StopReason::budget;
+        if (m_options.time_limit_seconds > 0 && seconds() >= m_options.time_limit_seconds) return StopReason::time_limit;
+        return std::nullopt;
+    }
+    [[nodiscard]] double seconds() const {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
+    }
+
+private:
+    const SearchOptions& m_options;
+    std::chrono::steady_clock::time_point m_start;
+};
+
+/// Rule name -> count, from per-rule-id counts.
+[[nodiscard]] inline std::map<std::string, std::size_t> named_counts(const rewrite::RuleSet& rules,
+                                                                    const std::vector<std::uint32_t>& counts) {
+    std::map<std::string, std::size_t> named;
+    for (std::size_t r = 0; r < counts.size(); ++r)
+        if (counts[r]) named[rules[r].name] = counts[r];
+    return named;
+}
+
+}  // namespace detail
+
+}  // namespace rlflow::search

@@ -1,0 +1,174 @@
+#include <rlflow/cost.hpp>
+#include <rlflow/models/zoo.hpp>
+#include <rlflow/rewrite.hpp>
+#include <rlflow/core/random.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+using namespace rlflow;
+using cost::AnalyticBackend;
+using cost::CostModel;
+
+namespace {
+
+TensorType f32(const Shape& s) { return {DType::Float32, s}; }
+
+/// The analytic backend, counting how often it is asked.
+struct CountingBackend {
+    AnalyticBackend inner = AnalyticBackend::preset("v100");
+    int calls = 0;
+    double op_cost_ms(const cost::OpSignature& op) {
+        ++calls;
+        return inner.op_cost_ms(op);
+    }
+    [[nodiscard]] std::string name() const { return "counting:" + inner.name(); }
+};
+static_assert(cost::is_cost_backend_v<CountingBackend>);
+static_assert(!cost::is_cost_backend_v<int>);
+
+double price(const AnalyticBackend& b, OpKind op, std::vector<TensorType> in, std::vector<TensorType> out, const Attributes& a = {}) {
+    return b.op_cost_ms(cost::OpSignature{op, a, in, out});
+}
+
+std::filesystem::path temp_file(const char* name) { return std::filesystem::temp_directory_path() / name; }
+
+}  // namespace
+
+TEST_CASE("analytic costs follow the roofline with launch overhead") {
+    const AnalyticBackend v100 = AnalyticBackend::preset("v100");
+    const auto& d = v100.device();
+    const double launch_ms = d.launch_us / 1e3;
+    // A ReLU over 16 Mi floats is bound by memory: read and write every element once.
+    const TensorType big = f32({16, 1024, 1024});
+    const double bytes = 2.0 * static_cast<double>(big.bytes());
+    CHECK(price(v100, OpKind::Relu, {big}, {big}) == doctest::Approx(bytes / (d.bandwidth_gbs * 1e9) * 1e3 + launch_ms));
+    // A 4096^3 MatMul is bound by compute at the efficiency of its GEMM dims.
+    const TensorType sq = f32({4096, 4096});
+    const double s = 4096.0 / (4096.0 + d.half_saturation);
+    const double flops = 2.0 * 4096.0 * 4096.0 * 4096.0;
+    CHECK(price(v100, OpKind::MatMul, {sq, sq}, {sq})
+          == doctest::Approx(flops / (d.peak_gflops * 1e9 * d.peak_efficiency * s * s * s) * 1e3 + launch_ms));
+}
+
+TEST_CASE("views cost nothing, copies cost their bytes, unlike TASO's free transposes") {
+    const AnalyticBackend v100 = AnalyticBackend::preset("v100");
+    const TensorType x = f32({64, 128, 32});
+    const TensorType y = f32({128, 64, 32});
+    CHECK(price(v100, OpKind::Reshape, {x}, {y}, {{"shape", std::vector<std::int64_t>{128, 64, 32}}}) == 0.0);
+    const double transpose = price(v100, OpKind::Transpose, {x}, {y}, {{"perm", std::vector<std::int64_t>{1, 0, 2}}});
+    CHECK(transpose > v100.device().launch_us / 1e3);
+    CHECK(price(v100, OpKind::Concat, {x, x}, {f32({128, 128, 32})}, {{"axis", std::int64_t{0}}}) > transpose);
+}
+
+TEST_CASE("small grouped convolutions run below peak, so merging groups can pay") {
+    const AnalyticBackend v100 = AnalyticBackend::preset("v100");
+    const TensorType x = f32({1, 128, 56, 56});
+    const TensorType y = x;
+    const auto conv = [&](std::int64_t group) {
+        const Attributes a{{"kernel_shape", std::vector<std::int64_t>{3, 3}}, {"strides", std::vector<std::int64_t>{1, 1}},
+                           {"pads", std::vector<std::int64_t>{1, 1, 1, 1}}, {"dilations", std::vector<std::int64_t>{1, 1}},
+                           {"group", group}, {"activation", std::int64_t{0}}};
+        return price(v100, OpKind::Conv2D, {x, f32({128, 128 / group, 3, 3})}, {y}, a);
+    };
+    // ResNeXt's 32 groups of 4 channels: twice the FLOPs at 16 groups still cost less.
+    CHECK(conv(16) < conv(32));
+}
+
+TEST_CASE("an unknown device preset is an error that lists the presets") {
+    CHECK_THROWS_WITH_AS((void)AnalyticBackend::preset("tpu"),
+                         "[rlflow.precondition_error] unknown device preset 'tpu' (v100, a100, h100, cpu)", precondition_error);
+}
+
+TEST_CASE("the cost model caches by signature and does not charge for weight-only ops") {
+    const Graph g = models::build_zoo_model("resnet50");
+    CostModel<CountingBackend> model;
+    const double first = model.graph_cost(g);
+    const int calls = model.backend().calls;
+    CHECK(calls > 0);
+    CHECK(static_cast<std::size_t>(calls) == model.cache_size());
+    CHECK(model.cache_size() < g.num_nodes() / 2);  // ResNet repeats its blocks
+    CHECK(model.graph_cost(g) == first);
+    CHECK(model.backend().calls == calls);
+
+    Graph weights;
+    const TensorRef x{weights.add_input("x", f32({4, 8})), 0};
+    const TensorRef a{weights.add_weight("a", f32({8, 4})), 0};
+    const TensorRef b{weights.add_weight("b", f32({8, 4})), 0};
+    const NodeId both = weights.add_node(OpKind::Concat, {a, b}, {{"axis", std::int64_t{1}}});
+    weights.add_output({weights.add_node(OpKind::MatMul, {x, {both, 0}}), 0});
+    CostModel<AnalyticBackend> analytic;
+    const double matmul_only = analytic.node_cost(weights, weights.node(weights.outputs()[0].value.node));
+    CHECK(analytic.graph_cost(weights) == doctest::Approx(matmul_only));
+}
+
+TEST_CASE("the cost cache file round-trips, and a corrupt or foreign one is never trusted") {
+    const Graph g = models::build_zoo_model("squeezenet1_1");
+    CostModel<CountingBackend> model;
+    const double cost = model.graph_cost(g);
+    const auto path = temp_file("rlflow_cost_cache_test.bin");
+    model.save_cache(path);
+
+    CostModel<CountingBackend> warm;
+    CHECK(warm.load_cache(path));
+    CHECK(warm.graph_cost(g) == cost);
+    CHECK(warm.backend().calls == 0);
+
+    std::string bytes;
+    {
+        std::ifstream in(path, std::ios::binary);
+        bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    Rng rng(5);
+    for (int trial = 0; trial < 20; ++trial) {
+        std::string broken = bytes;
+        broken[rng.below(broken.size())] ^= static_cast<char>(1 + rng.below(255));
+        {
+            std::ofstream out(path, std::ios::binary | std::ios::trunc);
+            out << broken;
+        }
+        CostModel<CountingBackend> cold;
+        CHECK_FALSE(cold.load_cache(path));
+        CHECK(cold.cache_size() == 0);
+    }
+    CostModel<AnalyticBackend> other;  // another backend name
+    {
+        std::ofstream out(path, std::ios::binary | std::ios::trunc);
+        out << bytes;
+    }
+    CHECK_FALSE(other.load_cache(path));
+    CHECK_FALSE(other.load_cache(temp_file("rlflow_no_such_cache.bin")));
+    std::filesystem::remove(path);
+}
+
+TEST_CASE("the incremental cost tracker equals a full recount over random rewrites and undos") {
+    auto rules = std::make_shared<const rewrite::RuleSet>(rewrite::builtin_rules());
+    for (const char* name : {"inception_v3", "bert", "resnext50"}) {
+        CAPTURE(name);
+        rewrite::Rewriter rw(models::build_zoo_model(name), rules);
+        CostModel<AnalyticBackend> model;
+        cost::CostTracker<AnalyticBackend> tracker(model, rw.graph());
+        Rng rng(9);
+        std::vector<EditJournal> history;
+        for (int step = 0; step < 60; ++step) {
+            if (!history.empty() && rng.below(4) == 0) {
+                const auto touched = history.back().touched_nodes();
+                rw.undo(std::move(history.back()));
+                history.pop_back();
+                tracker.update(rw.graph(), touched);
+            } else {
+                std::vector<std::size_t> offered;
+                for (std::size_t r = 0; r < rules->size(); ++r)
+                    if (rw.index().num_choices(r)) offered.push_back(r);
+                if (offered.empty()) break;
+                const std::size_t r = offered[rng.below(offered.size())];
+                history.push_back(rw.apply(r, rng.below(rw.index().num_choices(r))));
+                tracker.update(rw.graph(), history.back().touched_nodes());
+            }
+            REQUIRE(tracker.total() == doctest::Approx(model.graph_cost(rw.graph())).epsilon(1e-9));
+        }
+    }
+}

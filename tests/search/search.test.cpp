@@ -1,0 +1,98 @@
+#include <rlflow/cost.hpp>
+#include <rlflow/core/canonical.hpp>
+#include <rlflow/models/zoo.hpp>
+#include <rlflow/rewrite.hpp>
+#include <rlflow/search.hpp>
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+
+using namespace rlflow;
+using cost::AnalyticBackend;
+using cost::CostModel;
+
+namespace {
+
+const std::shared_ptr<const rewrite::RuleSet>& rules() {
+    static const auto set = std::make_shared<const rewrite::RuleSet>(rewrite::builtin_rules());
+    return set;
+}
+
+/// The graph with seeded weights, so the result can be compared numerically.
+Graph weighted(const char* name) {
+    Graph g = models::build_zoo_model(name);
+    exec::fill_random_weights(g, 3);
+    return g;
+}
+
+}  // namespace
+
+TEST_CASE("greedy search lowers the cost of zoo graphs and keeps their function") {
+    for (const char* name : {"squeezenet1_1", "resnet18", "resnext50"}) {
+        CAPTURE(name);
+        const Graph g = weighted(name);
+        CostModel<AnalyticBackend> model;
+        const auto result = search::greedy(g, rules(), model);
+        CHECK(result.reason == search::StopReason::converged);
+        CHECK(result.best_cost_ms < result.initial_cost_ms);
+        CHECK(result.initial_cost_ms == doctest::Approx(model.graph_cost(g)));
+        CHECK(result.best_cost_ms == doctest::Approx(model.graph_cost(result.graph)));
+        std::size_t applied = 0;
+        for (const auto& [rule, count] : result.rewrites) applied += count;
+        CHECK(applied == result.expansions);
+        const auto report = rewrite::check_equivalence(g, result.graph, {.trials = 1, .seed = 1, .rtol = 1e-3, .atol = 1e-4});
+        CHECK_MESSAGE(report.equal, report.detail);
+    }
+}
+
+TEST_CASE("both searches are deterministic") {
+    const Graph g = models::build_zoo_model("squeezenet1_1");
+    CostModel<AnalyticBackend> model;
+    CHECK(canonical_hash(search::greedy(g, rules(), model).graph) == canonical_hash(search::greedy(g, rules(), model).graph));
+    search::SearchOptions options;
+    options.budget = 15;
+    const auto a = search::backtracking(g, rules(), model, options);
+    const auto b = search::backtracking(g, rules(), model, options);
+    CHECK(canonical_hash(a.graph) == canonical_hash(b.graph));
+    CHECK(a.rewrites == b.rewrites);
+}
+
+TEST_CASE("backtracking keeps the best graph, stops on its budget and reports progress") {
+    const Graph g = weighted("squeezenet1_1");
+    CostModel<AnalyticBackend> model;
+    search::SearchOptions options;
+    options.budget = 20;
+    std::size_t reports = 0;
+    double last_best = INFINITY;
+    options.on_progress = [&](const search::SearchProgress& p) {
+        ++reports;
+        CHECK(p.best_cost_ms <= last_best);
+        last_best = p.best_cost_ms;
+    };
+    const auto result = search::backtracking(g, rules(), model, options);
+    CHECK(result.reason == search::StopReason::budget);
+    CHECK(result.expansions == options.budget);
+    CHECK(reports == options.budget);
+    CHECK(result.best_cost_ms < result.initial_cost_ms);
+    CHECK(result.best_cost_ms == doctest::Approx(model.graph_cost(result.graph)));
+    const auto report = rewrite::check_equivalence(g, result.graph, {.trials = 1, .seed = 1, .rtol = 1e-3, .atol = 1e-4});
+    CHECK_MESSAGE(report.equal, report.detail);
+}
+
+TEST_CASE("a raised stop flag or a spent time limit ends a search with the best graph so far") {
+    const Graph g = models::build_zoo_model("resnet18");
+    CostModel<AnalyticBackend> model;
+    std::atomic<bool> stop{true};
+    search::SearchOptions options;
+    options.stop = &stop;
+    const auto interrupted = search::backtracking(g, rules(), model, options);
+    CHECK(interrupted.reason == search::StopReason::interrupted);
+    CHECK(interrupted.expansions == 0);
+    CHECK(canonical_hash(interrupted.graph) == canonical_hash(g));
+    CHECK(search::greedy(g, rules(), model, options).reason == search::StopReason::interrupted);
+
+    search::SearchOptions timed;
+    timed.time_limit_seconds = 1e-9;
+    CHECK(search::backtracking(g, rules(), model, timed).reason == search::StopReason::time_limit);
+}
