@@ -4,6 +4,7 @@
 
 #include <array>
 #include <filesystem>
+#include <fstream>
 #include <cstdio>
 #include <string>
 #include <sys/wait.h>
@@ -130,4 +131,52 @@ TEST_CASE("run --expect exits 0 when outputs match the reference and 1 when they
     const Result differ = run_cli("run " + relu + " --inputs " + sigmoid_data + " --expect " + sigmoid_data);
     CHECK(differ.exit_code == 1);
     CHECK(differ.output.find("MISMATCH") != std::string::npos);
+}
+
+TEST_CASE("optimize writes a cheaper verified model and a report with the contract's fields") {
+    const auto dir = std::filesystem::temp_directory_path() / "rlflow_cli_optimize";
+    std::filesystem::create_directories(dir);
+    const auto out = dir / "squeezenet.opt.onnx";
+    const auto report = dir / "report.json";
+    std::filesystem::remove(out);
+    const Result r = run_cli("optimize zoo:squeezenet1_1 -o " + out.string() + " --budget 30 --report " + report.string());
+    REQUIRE(r.exit_code == 0);
+    CHECK(std::filesystem::exists(out));
+    std::ifstream in(report);
+    const auto j = nlohmann::json::parse(in);
+    for (const char* field : {"model", "search", "cost_backend", "cost_before_ms", "cost_after_ms", "memory_before_bytes",
+                              "memory_after_bytes", "rewrites", "seconds", "verified", "max_abs_diff"})
+        CHECK_MESSAGE(j.contains(field), field);
+    CHECK(j["model"] == "zoo:squeezenet1_1");
+    CHECK(j["search"] == "taso");
+    CHECK(j["cost_backend"] == "analytic:v100");
+    CHECK(j["verified"] == true);
+    CHECK(j["cost_after_ms"].get<double>() < j["cost_before_ms"].get<double>());
+    CHECK(j["rewrites"]["fuse_conv_relu_bias"].get<int>() > 0);
+    // The written model loads again, with the parallel expand convolutions merged.
+    const auto before = nlohmann::json::parse(run_cli("info zoo:squeezenet1_1 --json", false).output);
+    const auto after = nlohmann::json::parse(run_cli("info " + out.string() + " --json", false).output);
+    CHECK(after["op_histogram"]["Conv2D"].get<int>() < before["op_histogram"]["Conv2D"].get<int>());
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("optimize refuses bad input with exit code 2 and writes nothing") {
+    const auto dir = std::filesystem::temp_directory_path() / "rlflow_cli_optimize_bad";
+    std::filesystem::create_directories(dir);
+    const auto out = dir / "out.onnx";
+    const auto corrupt = dir / "broken.rules";
+    {
+        std::ofstream f(corrupt);
+        f << "rlflow-rules 1\nrule broken\n  var x\n  src r = Relu(y)\nend\n";
+    }
+    const Result bad_rules = run_cli("optimize zoo:resnet18 -o " + out.string() + " --rules " + corrupt.string());
+    CHECK(bad_rules.exit_code == 2);
+    CHECK(bad_rules.output.find("broken.rules") != std::string::npos);
+    const Result bad_device = run_cli("optimize zoo:resnet18 -o " + out.string() + " --device tpu");
+    CHECK(bad_device.exit_code == 2);
+    CHECK(bad_device.output.find("tpu") != std::string::npos);
+    const Result bad_model = run_cli("optimize zoo:nothing -o " + out.string());
+    CHECK(bad_model.exit_code == 2);
+    CHECK_FALSE(std::filesystem::exists(out));
+    std::filesystem::remove_all(dir);
 }

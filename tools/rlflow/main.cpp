@@ -3,6 +3,7 @@
 
 #include "command_convert.hpp"
 #include "command_info.hpp"
+#include "command_optimize.hpp"
 #include "command_run.hpp"
 #include "command_zoo.hpp"
 
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
     rlflow::cli::add_convert_command(app);
     rlflow::cli::add_weights_command(app);
     rlflow::cli::add_run_command(app);
+    rlflow::cli::add_optimize_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -70,9 +70,14 @@ struct GemmShape {
             return GemmShape{static_cast<double>(b[0]) / group, static_cast<double>(y[0] * y[2] * y[3]),
                              static_cast<double>(b[1] * b[2] * b[3])};
         }
-        case OpKind::MatMul:
-            return GemmShape{a.rank() >= 2 ? static_cast<double>(a[a.rank() - 2]) : 1.0,
-                             b.rank() >= 2 ? static_cast<double>(b[b.rank() - 1]) : 1.0, static_cast<double>(a[a.rank() - 1])};
+        case OpKind::MatMul: {
+            // Against a matrix (rank <= 2 right operand) every leading dim of the left one
+            // folds into M, as BLAS runs it; a batched product is a GEMM per batch.
+            const double k = static_cast<double>(a[a.rank() - 1]);
+            const double m = b.rank() <= 2 ? static_cast<double>(a.numel()) / k
+                                           : (a.rank() >= 2 ? static_cast<double>(a[a.rank() - 2]) : 1.0);
+            return GemmShape{m, b.rank() >= 2 ? static_cast<double>(b[b.rank() - 1]) : 1.0, k};
+        }
         case OpKind::Gemm: {
             const bool ta = op.attributes.get_int("transA", 0) != 0;
             return GemmShape{static_cast<double>(y[0]), static_cast<double>(y[1]), static_cast<double>(ta ? a[0] : a[1])};
