@@ -1,0 +1,462 @@
+#pragma once
+/// \file
+/// CudnnProfiler: a cost backend that runs each op on a GPU with cuDNN and cuBLAS and
+/// times it, as TASO measured costs (REFERENCE.md "TASO's cost measurement"): each op is
+/// run `warmup_runs` times, then `timed_runs` times between two CUDA events, and costs the
+/// mean. CostModel caches the costs; the profiler itself memoises the convolution
+/// algorithm it chose per convolution geometry.
+///
+/// The only header through which rlflow reaches CUDA; link `rlflow::cuda`. Everything runs
+/// in fp32, whatever the tensors' element types. Buffers are carved from one growing
+/// scratch allocation filled with a finite positive value (0.747).
+///
+/// What times each op (this is a header-only library built without nvcc, so where cuDNN
+/// and cuBLAS have no call for an op, a library call moving the same bytes stands in):
+/// | op | timed with |
+/// | --- | --- |
+/// | Conv2D | the fastest of up to 8 algorithms from cudnnFindConvolutionForwardAlgorithmEx, tensor-op math allowed, groups via cudnnSetConvolutionGroupCount. Fused ReLU (with or without bias): cudnnConvolutionBiasActivationForward. Bias alone: cudnnConvolutionForward + cudnnAddTensor. Sigmoid, tanh: the convolution, the bias, then cudnnActivationForward (cuDNN fuses only ReLU). |
+/// | MatMul, Gemm | cublasSgemm, or cublasSgemmStridedBatched for a batch (a broadcast operand has stride 0); Gemm's bias: cudnnAddTensor |
+/// | Add, Sub, Mul, Div, Pow | cudnnOpTensor ADD or MUL with the op's broadcast shapes (Div and Pow as MUL) |
+/// | Relu, Sigmoid, Tanh, Clip, Erf | cudnnActivationForward (Clip as clipped ReLU, Erf as tanh) |
+/// | Sqrt | cudnnOpTensor SQRT |
+/// | MaxPool, AveragePool | cudnnPoolingForward (no dilation in cuDNN's pooling: ignored) |
+/// | Softmax | cudnnSoftmaxForward over the axis |
+/// | BatchNormalization | cudnnBatchNormalizationForwardInference |
+/// | ReduceMean, GlobalAveragePool | cudnnReduceTensor AVG |
+/// | LayerNormalization | cudnnReduceTensor AVG over the normalised axes (the statistics pass), plus cudnnOpTensor MUL by the scale (the normalising pass) |
+/// | Transpose, Concat, Split, Pad, Enlarge, MergeGConv, Opaque | cudaMemcpyAsync device to device of (input bytes + output bytes) / 2, which reads and writes what the op reads and writes |
+/// | Reshape, Flatten, Identity, sources | 0 (no data moves) |
+///
+/// Broadcasts cudnnOpTensor cannot express (neither operand has the output's shape, or a
+/// rank above 5) fall back to the copy of the same bytes.
+
+#include <rlflow/core/detail/cuda_check.hpp>
+#include <rlflow/core/error.hpp>
+#include <rlflow/core/op_traits.hpp>
+#include <rlflow/cost/cost_backend.hpp>
+#include <rlflow/cost/detail/cuda_resources.hpp>
+#include <rlflow/cost/detail/cudnn_problems.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace rlflow::cost {
+
+/// Prices ops by running them on one GPU with cuDNN and cuBLAS.
+class CudnnProfiler {
+public:
+    /// Runs before timing, to warm caches, clocks and lazily loaded kernels.
+    static constexpr int warmup_runs = 8;
+    /// Runs timed between the two events; an op costs their mean.
+    static constexpr int timed_runs = 32;
+    /// How many convolution algorithms cudnnFindConvolutionForwardAlgorithmEx tries.
+    static constexpr int conv_algorithms_requested = 8;
+    /// The most workspace a convolution algorithm may use (TASO allowed 1 GiB too).
+    static constexpr std::size_t max_workspace_bytes = std::size_t{1} << 30;
+
+    /// A profiler on CUDA device `device`. Throws cuda_error when there is no such device
+    /// (or no CUDA device at all), or when setting up cuDNN or cuBLAS fails.
+    explicit CudnnProfiler(int device = 0) : m_device(device) {
+        int count = 0;
+        const cudaError_t status = cudaGetDeviceCount(&count);
+        if (status != cudaSuccess || count == 0 || device < 0 || device >= count) {
+            const std::string found = status != cudaSuccess
+                                          ? "no CUDA device found, " + rlflow::detail::cuda_status_name(status)
+                                      : count == 0 ? "no CUDA device found"
+                                                   : std::to_string(count) + " CUDA device(s) found";
+            throw cuda_error("CUDA device " + std::to_string(device) + " is not available: " + found);
+        }
+        RLFLOW_CUDA_CHECK(cudaSetDevice(device));
+        cudaDeviceProp properties{};
+        RLFLOW_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
+        m_name = std::string("cudnn:") + properties.name;
+        RLFLOW_CUDA_CHECK(cudaStreamCreateWithFlags(m_stream.out(), cudaStreamNonBlocking));
+        RLFLOW_CUDA_CHECK(cudaEventCreate(m_start.out()));
+        RLFLOW_CUDA_CHECK(cudaEventCreate(m_stop.out()));
+        RLFLOW_CUDA_CHECK(cudnnCreate(m_cudnn.out()));
+        RLFLOW_CUDA_CHECK(cudnnSetStream(m_cudnn.get(), m_stream.get()));
+        RLFLOW_CUDA_CHECK(cublasCreate(m_cublas.out()));
+        RLFLOW_CUDA_CHECK(cublasSetStream(m_cublas.get(), m_stream.get()));
+        // cuDNN may run fp32 convolutions on tensor cores (TF32); let cuBLAS do the same, so
+        // that rewrites between convolutions and matrix products compare like with like.
+        RLFLOW_CUDA_CHECK(cublasSetMathMode(m_cublas.get(), CUBLAS_TF32_TENSOR_OP_MATH));
+    }
+
+    /// The number of CUDA devices; 0 when there is none or no usable driver.
+    [[nodiscard]] static int device_count() noexcept {
+        int count = 0;
+        return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+    }
+
+    /// "cudnn:" and the device's name, so that persistent caches are per device.
+    [[nodiscard]] std::string name() const { return m_name; }
+    /// The CUDA device index it measures on.
+    [[nodiscard]] int device() const noexcept { return m_device; }
+
+    /// Milliseconds for one execution of `op` on the device. Throws cuda_error when a
+    /// CUDA, cuDNN or cuBLAS call fails.
+    [[nodiscard]] double op_cost_ms(const OpSignature& op) {
+        const OpTraits& traits = op_traits(op.op);
+        if (traits.has(op_flag_source) || traits.has(op_flag_view)) return 0.0;
+        // An op without output elements does no work (and cuDNN rejects empty tensors).
+        const bool empty =
+            std::all_of(op.outputs.begin(), op.outputs.end(), [](const TensorType& t) { return t.shape.numel() == 0; });
+        if (empty) return 0.0;
+        RLFLOW_CUDA_CHECK(cudaSetDevice(m_device));
+        switch (op.op) {
+            case OpKind::Conv2D: return conv_ms(op);
+            case OpKind::MatMul: return product_ms(detail::matmul_call(op), op);
+            case OpKind::Gemm: return product_ms(detail::gemm_call(op), op);
+            case OpKind::MaxPool:
+            case OpKind::AveragePool: return pool_ms(op);
+            case OpKind::Softmax: return softmax_ms(op);
+            case OpKind::BatchNormalization: return batch_norm_ms(op);
+            case OpKind::LayerNormalization: return layer_norm_ms(op);
+            case OpKind::ReduceMean: return mean_ms(op.inputs[0].shape, op.attributes.get_ints("axes"));
+            case OpKind::GlobalAveragePool: {
+                const Shape& x = op.inputs[0].shape;
+                return mean_ms(x, detail::trailing_axes(2, x.rank()));
+            }
+            default: break;
+        }
+        if (traits.has(op_flag_elementwise)) return elementwise_ms(op);
+        return copy_ms(op_bytes(traits, op.inputs, op.outputs));
+    }
+
+private:
+    using TensorDescriptor = detail::TensorDescriptor;
+
+    /// The convolution descriptors of one geometry, the output's dims with them.
+    struct ConvSetup {
+        TensorDescriptor input, output, bias;
+        detail::FilterDescriptor filter;
+        detail::ConvolutionDescriptor convolution;
+        std::array<int, 4> output_dims{};
+    };
+
+    static constexpr float one = 1.0F;
+    static constexpr float zero = 0.0F;
+
+    /// The mean time of `launch` over `timed_runs`, after `warmup_runs`.
+    template <class Launch>
+    [[nodiscard]] double time_ms(Launch&& launch) {
+        for (int i = 0; i < warmup_runs; ++i) launch();
+        RLFLOW_CUDA_CHECK(cudaEventRecord(m_start.get(), m_stream.get()));
+        for (int i = 0; i < timed_runs; ++i) launch();
+        RLFLOW_CUDA_CHECK(cudaEventRecord(m_stop.get(), m_stream.get()));
+        RLFLOW_CUDA_CHECK(cudaEventSynchronize(m_stop.get()));
+        float total_ms = 0.0F;
+        RLFLOW_CUDA_CHECK(cudaEventElapsedTime(&total_ms, m_start.get(), m_stop.get()));
+        return static_cast<double>(total_ms) / timed_runs;
+    }
+
+    [[nodiscard]] std::vector<float*> carve(std::initializer_list<std::size_t> bytes) {
+        return m_scratch.carve(bytes, m_stream.get());
+    }
+
+    // ---- convolution ----------------------------------------------------------------------
+
+    [[nodiscard]] static ConvSetup conv_setup(const detail::ConvGeometry& g) {
+        ConvSetup s;
+        s.input = detail::tensor_descriptor(g.input);
+        RLFLOW_CUDA_CHECK(cudnnCreateFilterDescriptor(s.filter.out()));
+        RLFLOW_CUDA_CHECK(cudnnSetFilter4dDescriptor(s.filter.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, g.filter[0],
+                                                     g.filter[1], g.filter[2], g.filter[3]));
+        const detail::Window2d& w = g.window;
+        RLFLOW_CUDA_CHECK(cudnnCreateConvolutionDescriptor(s.convolution.out()));
+        RLFLOW_CUDA_CHECK(cudnnSetConvolution2dDescriptor(s.convolution.get(), w.pads[0], w.pads[1], w.strides[0],
+                                                          w.strides[1], w.dilations[0], w.dilations[1],
+                                                          CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+        RLFLOW_CUDA_CHECK(cudnnSetConvolutionGroupCount(s.convolution.get(), g.group));
+        RLFLOW_CUDA_CHECK(cudnnSetConvolutionMathType(s.convolution.get(), CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION));
+        auto& o = s.output_dims;
+        RLFLOW_CUDA_CHECK(cudnnGetConvolution2dForwardOutputDim(s.convolution.get(), s.input.get(), s.filter.get(),
+                                                                &o[0], &o[1], &o[2], &o[3]));
+        s.output = detail::tensor_descriptor(o);
+        s.bias = detail::tensor_descriptor(std::array{1, g.filter[0], 1, 1});
+        return s;
+    }
+
+    /// The fastest algorithm for `g`, found once. The heuristic lists every algorithm with
+    /// the workspace it needs; FindEx then runs each within the largest such workspace (at
+    /// most max_workspace_bytes) and returns them fastest first.
+    [[nodiscard]] detail::ConvAlgorithm conv_algorithm(const detail::ConvGeometry& g, const ConvSetup& s) {
+        if (const auto it = m_conv_algorithms.find(g); it != m_conv_algorithms.end()) return it->second;
+        std::array<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> results{};
+        int count = 0;
+        RLFLOW_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+            m_cudnn.get(), s.input.get(), s.filter.get(), s.convolution.get(), s.output.get(),
+            static_cast<int>(results.size()), &count, results.data()));
+        std::size_t workspace = 0;
+        for (int i = 0; i < count; ++i)
+            if (results[i].status == CUDNN_STATUS_SUCCESS)
+                workspace = std::max(workspace, std::min(results[i].memory, max_workspace_bytes));
+        const auto buffers = carve({detail::float_bytes(g.input), detail::float_bytes(g.filter),
+                                    detail::float_bytes(s.output_dims), workspace});
+        RLFLOW_CUDA_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
+            m_cudnn.get(), s.input.get(), buffers[0], s.filter.get(), buffers[1], s.convolution.get(), s.output.get(),
+            buffers[2], conv_algorithms_requested, &count, results.data(), buffers[3], workspace));
+        for (int i = 0; i < count; ++i) {
+            if (results[i].status != CUDNN_STATUS_SUCCESS || results[i].memory > workspace) continue;
+            const detail::ConvAlgorithm found{results[i].algo, results[i].mathType, results[i].memory};
+            m_conv_algorithms.emplace(g, found);
+            return found;
+        }
+        throw cuda_error("cudnnFindConvolutionForwardAlgorithmEx found no algorithm for a convolution of input "
+                         + Shape{g.input[0], g.input[1], g.input[2], g.input[3]}.to_string() + " with filter "
+                         + Shape{g.filter[0], g.filter[1], g.filter[2], g.filter[3]}.to_string());
+    }
+
+    /// A convolution with its bias and fused activation. cuDNN fuses ReLU (and identity,
+    /// with one algorithm only) into cudnnConvolutionBiasActivationForward; should it
+    /// refuse the chosen algorithm, the unfused sequence is timed instead.
+    [[nodiscard]] double conv_ms(const OpSignature& op) {
+        const detail::ConvGeometry g = detail::conv_geometry(op);
+        const ConvSetup s = conv_setup(g);
+        const detail::ConvAlgorithm a = conv_algorithm(g, s);
+        RLFLOW_CUDA_CHECK(cudnnSetConvolutionMathType(s.convolution.get(), a.math));
+        const auto activation = static_cast<Activation>(op.attributes.get_int("activation", 0));
+        const bool has_bias = op.inputs.size() == 3;
+        const detail::ActivationDescriptor act =
+            detail::activation_descriptor(detail::activation_mode(detail::activation_op(activation)));
+        const auto buffers =
+            carve({detail::float_bytes(g.input), detail::float_bytes(g.filter), detail::float_bytes(s.output_dims),
+                   detail::float_bytes(std::array{g.filter[0]}), a.workspace_bytes});
+        float *x = buffers[0], *w = buffers[1], *y = buffers[2], *bias = buffers[3], *workspace = buffers[4];
+        const auto convolve_bias_relu = [&] {
+            return cudnnConvolutionBiasActivationForward(
+                m_cudnn.get(), &one, s.input.get(), x, s.filter.get(), w, s.convolution.get(), a.algorithm, workspace,
+                a.workspace_bytes, &zero, s.output.get(), y, s.bias.get(), bias, act.get(), s.output.get(), y);
+        };
+        if (activation == Activation::Relu) {
+            const cudnnStatus_t probe = convolve_bias_relu();
+            if (probe != CUDNN_STATUS_NOT_SUPPORTED) {
+                rlflow::detail::cuda_check(probe, "cudnnConvolutionBiasActivationForward", __FILE__, __LINE__);
+                return time_ms([&] { RLFLOW_CUDA_CHECK(convolve_bias_relu()); });
+            }
+        }
+        return time_ms([&] {
+            RLFLOW_CUDA_CHECK(cudnnConvolutionForward(m_cudnn.get(), &one, s.input.get(), x, s.filter.get(), w,
+                                                      s.convolution.get(), a.algorithm, workspace, a.workspace_bytes,
+                                                      &zero, s.output.get(), y));
+            if (has_bias)
+                RLFLOW_CUDA_CHECK(cudnnAddTensor(m_cudnn.get(), &one, s.bias.get(), bias, &one, s.output.get(), y));
+            if (activation != Activation::None)
+                RLFLOW_CUDA_CHECK(cudnnActivationForward(m_cudnn.get(), act.get(), &one, s.output.get(), y, &zero,
+                                                         s.output.get(), y));
+        });
+    }
+
+    // ---- matrix products ------------------------------------------------------------------
+
+    /// Row-major C (m, n) = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, so cuBLAS
+    /// is handed B first, and the stored shapes' column counts are the leading dimensions.
+    void run_gemm(const detail::GemmCall& g, const float* a, const float* b, float* c) {
+        const cublasOperation_t op_a = g.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+        const cublasOperation_t op_b = g.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+        if (g.batch == 1) {
+            RLFLOW_CUDA_CHECK(
+                cublasSgemm(m_cublas.get(), op_b, op_a, g.n, g.m, g.k, &g.alpha, b, g.ldb, a, g.lda, &zero, c, g.n));
+            return;
+        }
+        RLFLOW_CUDA_CHECK(cublasSgemmStridedBatched(m_cublas.get(), op_b, op_a, g.n, g.m, g.k, &g.alpha, b, g.ldb,
+                                                    g.stride_b, a, g.lda, g.stride_a, &zero, c, g.n,
+                                                    static_cast<long long>(g.m) * g.n, g.batch));
+    }
+
+    /// A MatMul or a Gemm; Gemm's bias C is added as beta C by cudnnAddTensor, which
+    /// broadcasts it as ONNX does.
+    [[nodiscard]] double product_ms(const detail::GemmCall& g, const OpSignature& op) {
+        const bool has_bias = op.op == OpKind::Gemm && op.inputs.size() == 3;
+        const std::vector<int> output_dims{g.m, g.n};
+        const std::vector<int> bias_dims = has_bias ? detail::int_dims(op.inputs[2].shape, 2) : output_dims;
+        const TensorDescriptor output = detail::tensor_descriptor(output_dims);
+        const TensorDescriptor bias = detail::tensor_descriptor(bias_dims);
+        const auto beta = static_cast<float>(op.attributes.get_float("beta", 1.0));
+        const auto buffers = carve({g.a_bytes, g.b_bytes, g.c_bytes, has_bias ? detail::float_bytes(bias_dims) : 0});
+        return time_ms([&] {
+            run_gemm(g, buffers[0], buffers[1], buffers[2]);
+            if (has_bias)
+                RLFLOW_CUDA_CHECK(
+                    cudnnAddTensor(m_cudnn.get(), &beta, bias.get(), buffers[3], &one, output.get(), buffers[2]));
+        });
+    }
+
+    // ---- elementwise ----------------------------------------------------------------------
+
+    /// Unary ops see their tensor as flat (every element is independent); Sqrt is the one
+    /// unary OpTensor operation, the rest are activations.
+    [[nodiscard]] double elementwise_ms(const OpSignature& op) {
+        const bool unary = op.inputs.size() == 1;
+        const Shape flat{op.inputs[0].shape.numel()};
+        if (unary && op.op != OpKind::Sqrt) return activation_ms(detail::activation_mode(op.op), flat);
+        const std::optional<double> ms = unary ? op_tensor_ms(CUDNN_OP_TENSOR_SQRT, flat, flat, flat)
+                                               : op_tensor_ms(detail::op_tensor_op(op.op), op.inputs[0].shape,
+                                                              op.inputs[1].shape, op.outputs[0].shape);
+        return ms ? *ms : copy_ms(op_bytes(op_traits(op.op), op.inputs, op.outputs));
+    }
+
+    /// C = A op B by cudnnOpTensor, which reads A in C's shape and broadcasts B. The
+    /// operands are swapped if only B has C's shape (the stand-ins ADD and MUL commute);
+    /// nullopt where OpTensor cannot broadcast this way or the rank exceeds its 5.
+    [[nodiscard]] std::optional<double> op_tensor_ms(cudnnOpTensorOp_t operation, const Shape& a_shape,
+                                                     const Shape& b_shape, const Shape& c_shape) {
+        constexpr int max_op_tensor_rank = 5;
+        const int rank = c_shape.rank();
+        std::vector<int> a = detail::int_dims(a_shape, rank), b = detail::int_dims(b_shape, rank);
+        const std::vector<int> c = detail::int_dims(c_shape, rank);
+        if (a != c) std::swap(a, b);
+        if (a != c || rank > max_op_tensor_rank) return std::nullopt;
+        detail::OpTensorDescriptor descriptor;
+        RLFLOW_CUDA_CHECK(cudnnCreateOpTensorDescriptor(descriptor.out()));
+        RLFLOW_CUDA_CHECK(
+            cudnnSetOpTensorDescriptor(descriptor.get(), operation, CUDNN_DATA_FLOAT, CUDNN_PROPAGATE_NAN));
+        const TensorDescriptor ad = detail::tensor_descriptor(a), bd = detail::tensor_descriptor(b),
+                               cd = detail::tensor_descriptor(c);
+        const auto buffers = carve({detail::float_bytes(a), detail::float_bytes(b), detail::float_bytes(c)});
+        return time_ms([&] {
+            RLFLOW_CUDA_CHECK(cudnnOpTensor(m_cudnn.get(), descriptor.get(), &one, ad.get(), buffers[0], &one, bd.get(),
+                                            buffers[1], &zero, cd.get(), buffers[2]));
+        });
+    }
+
+    [[nodiscard]] double activation_ms(cudnnActivationMode_t mode, const Shape& shape) {
+        const detail::ActivationDescriptor activation = detail::activation_descriptor(mode);
+        const std::vector<int> dims = detail::int_dims(shape);
+        const TensorDescriptor descriptor = detail::tensor_descriptor(dims);
+        const auto buffers = carve({detail::float_bytes(dims), detail::float_bytes(dims)});
+        return time_ms([&] {
+            RLFLOW_CUDA_CHECK(cudnnActivationForward(m_cudnn.get(), activation.get(), &one, descriptor.get(),
+                                                     buffers[0], &zero, descriptor.get(), buffers[1]));
+        });
+    }
+
+    // ---- pooling, normalisation, reduction ------------------------------------------------
+
+    [[nodiscard]] double pool_ms(const OpSignature& op) {
+        const detail::Window2d w = detail::window_2d(op.attributes);
+        const bool include_pad = op.attributes.get_int("count_include_pad", 0) != 0;
+        const cudnnPoolingMode_t mode = op.op == OpKind::MaxPool ? CUDNN_POOLING_MAX
+                                        : include_pad            ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                                                 : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+        detail::PoolingDescriptor pooling;
+        RLFLOW_CUDA_CHECK(cudnnCreatePoolingDescriptor(pooling.out()));
+        RLFLOW_CUDA_CHECK(cudnnSetPooling2dDescriptor(pooling.get(), mode, CUDNN_PROPAGATE_NAN, w.kernel[0],
+                                                      w.kernel[1], w.pads[0], w.pads[1], w.strides[0], w.strides[1]));
+        const std::vector<int> x = detail::int_dims(op.inputs[0].shape);
+        const TensorDescriptor input = detail::tensor_descriptor(x);
+        std::array<int, 4> y{};
+        RLFLOW_CUDA_CHECK(cudnnGetPooling2dForwardOutputDim(pooling.get(), input.get(), &y[0], &y[1], &y[2], &y[3]));
+        const TensorDescriptor output = detail::tensor_descriptor(y);
+        const auto buffers = carve({detail::float_bytes(x), detail::float_bytes(y)});
+        return time_ms([&] {
+            RLFLOW_CUDA_CHECK(cudnnPoolingForward(m_cudnn.get(), pooling.get(), &one, input.get(), buffers[0], &zero,
+                                                  output.get(), buffers[1]));
+        });
+    }
+
+    /// CHANNEL mode normalises over dimension 1 of (outer, axis, inner, 1).
+    [[nodiscard]] double softmax_ms(const OpSignature& op) {
+        const Shape& x = op.inputs[0].shape;
+        const int axis = x.normalize_axis(op.attributes.get_int("axis", -1));
+        const std::array dims{detail::to_int(x.product(0, axis)), detail::to_int(x[axis]),
+                              detail::to_int(x.product(axis + 1, x.rank())), 1};
+        const TensorDescriptor descriptor = detail::tensor_descriptor(dims);
+        const auto buffers = carve({detail::float_bytes(dims), detail::float_bytes(dims)});
+        return time_ms([&] {
+            RLFLOW_CUDA_CHECK(cudnnSoftmaxForward(m_cudnn.get(), CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_CHANNEL,
+                                                  &one, descriptor.get(), buffers[0], &zero, descriptor.get(),
+                                                  buffers[1]));
+        });
+    }
+
+    /// SPATIAL mode normalises per channel of (N, C, rest, 1).
+    [[nodiscard]] double batch_norm_ms(const OpSignature& op) {
+        const Shape& x = op.inputs[0].shape;
+        const std::array dims{detail::to_int(x[0]), detail::to_int(x[1]), detail::to_int(x.product(2, x.rank())), 1};
+        const std::array parameter_dims{1, dims[1], 1, 1};
+        const TensorDescriptor data = detail::tensor_descriptor(dims);
+        const TensorDescriptor parameters = detail::tensor_descriptor(parameter_dims);
+        const double epsilon = std::max(op.attributes.get_float("epsilon", 1e-5), CUDNN_BN_MIN_EPSILON);
+        const std::size_t data_bytes = detail::float_bytes(dims), parameter_bytes = detail::float_bytes(parameter_dims);
+        const auto buffers =
+            carve({data_bytes, data_bytes, parameter_bytes, parameter_bytes, parameter_bytes, parameter_bytes});
+        return time_ms([&] {
+            RLFLOW_CUDA_CHECK(cudnnBatchNormalizationForwardInference(
+                m_cudnn.get(), CUDNN_BATCHNORM_SPATIAL, &one, &zero, data.get(), buffers[0], data.get(), buffers[1],
+                parameters.get(), buffers[2], buffers[3], buffers[4], buffers[5], epsilon));
+        });
+    }
+
+    /// Legacy cuDNN has no layer normalisation: time its two passes, the statistics (a
+    /// mean over the normalised axes) and the normalisation (x times the broadcast scale).
+    [[nodiscard]] double layer_norm_ms(const OpSignature& op) {
+        const Shape& x = op.inputs[0].shape;
+        const int axis = x.normalize_axis(op.attributes.get_int("axis", -1));
+        const double statistics = mean_ms(x, detail::trailing_axes(axis, x.rank()));
+        if (const auto normalise = op_tensor_ms(CUDNN_OP_TENSOR_MUL, x, op.inputs[1].shape, x))
+            return statistics + *normalise;
+        return statistics + copy_ms(2.0 * static_cast<double>(op.inputs[0].bytes()));
+    }
+
+    /// cudnnReduceTensor AVG of `x` over `axes` (none: all), into the keepdims shape. A
+    /// mean over axes of size 1 only is a copy.
+    [[nodiscard]] double mean_ms(const Shape& x, std::span<const std::int64_t> axes) {
+        const Shape kept = detail::keepdims_shape(x, axes);
+        if (kept == x) return copy_ms(2.0 * static_cast<double>(x.numel()) * sizeof(float));
+        const std::vector<int> input_dims = detail::int_dims(x);
+        const std::vector<int> output_dims = detail::int_dims(kept);
+        const TensorDescriptor input = detail::tensor_descriptor(input_dims);
+        const TensorDescriptor output = detail::tensor_descriptor(output_dims);
+        detail::ReduceTensorDescriptor reduce;
+        RLFLOW_CUDA_CHECK(cudnnCreateReduceTensorDescriptor(reduce.out()));
+        RLFLOW_CUDA_CHECK(cudnnSetReduceTensorDescriptor(reduce.get(), CUDNN_REDUCE_TENSOR_AVG, CUDNN_DATA_FLOAT,
+                                                         CUDNN_PROPAGATE_NAN, CUDNN_REDUCE_TENSOR_NO_INDICES,
+                                                         CUDNN_32BIT_INDICES));
+        std::size_t workspace_bytes = 0;
+        RLFLOW_CUDA_CHECK(
+            cudnnGetReductionWorkspaceSize(m_cudnn.get(), reduce.get(), input.get(), output.get(), &workspace_bytes));
+        const auto buffers =
+            carve({detail::float_bytes(input_dims), detail::float_bytes(output_dims), workspace_bytes});
+        return time_ms([&] {
+            RLFLOW_CUDA_CHECK(cudnnReduceTensor(m_cudnn.get(), reduce.get(), nullptr, 0, buffers[2], workspace_bytes,
+                                                &one, input.get(), buffers[0], &zero, output.get(), buffers[1]));
+        });
+    }
+
+    // ---- copies ---------------------------------------------------------------------------
+
+    /// A device-to-device copy of n bytes reads n and writes n, so n = op_bytes / 2 moves
+    /// what the op reads plus what it writes. (A tiled transpose, a concatenation or a pad
+    /// runs close to copy bandwidth.)
+    [[nodiscard]] double copy_ms(double op_bytes) {
+        const auto bytes = static_cast<std::size_t>(std::ceil(op_bytes / 2.0));
+        if (bytes == 0) return 0.0;
+        const auto buffers = carve({bytes, bytes});
+        return time_ms([&] {
+            RLFLOW_CUDA_CHECK(cudaMemcpyAsync(buffers[1], buffers[0], bytes, cudaMemcpyDeviceToDevice, m_stream.get()));
+        });
+    }
+
+    int m_device = 0;
+    std::string m_name;
+    detail::CudaStream m_stream;
+    detail::CudaEvent m_start, m_stop;
+    detail::CudnnHandle m_cudnn;
+    detail::CublasHandle m_cublas;
+    detail::DeviceScratch m_scratch;
+    std::map<detail::ConvGeometry, detail::ConvAlgorithm> m_conv_algorithms;
+};
+
+static_assert(CostBackend<CudnnProfiler>);
+
+}  // namespace rlflow::cost

@@ -1,0 +1,152 @@
+#include <rlflow/cost/cost_model.hpp>
+#include <rlflow/cost/cudnn_profiler.hpp>
+#include <rlflow/models/zoo.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace rlflow;
+using cost::CostModel;
+using cost::CudnnProfiler;
+
+static_assert(cost::CostBackend<CudnnProfiler>);
+static_assert(cost::is_cost_backend_v<CudnnProfiler>);
+
+namespace {
+
+using Ints = std::vector<std::int64_t>;
+
+/// True with a GPU; otherwise the calling test says it is skipped (doctest has no skip).
+bool gpu_present() {
+    if (CudnnProfiler::device_count() > 0) return true;
+    MESSAGE("skipped: no GPU");
+    return false;
+}
+
+/// The cost of one `op` node over graph inputs of these shapes, with its attributes
+/// normalised and its outputs inferred as a graph does.
+double price(CostModel<CudnnProfiler>& model, OpKind op, const std::vector<Shape>& inputs, Attributes attributes = {}) {
+    Graph g;
+    std::vector<TensorRef> refs;
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+        refs.push_back({g.add_input("x" + std::to_string(i), {DType::Float32, inputs[i]}), 0});
+    const NodeId node = g.add_node(op, refs, std::move(attributes));
+    return model.node_cost(g, g.node(node));
+}
+
+Attributes conv_attributes(std::int64_t activation) {
+    return {{"pads", Ints{1, 1, 1, 1}}, {"activation", activation}};
+}
+
+}  // namespace
+
+TEST_CASE("a profiler for a missing device throws cuda_error naming the device") {
+    // Without a GPU device 0 is missing; with one, the first index past the last is.
+    const int missing = CudnnProfiler::device_count();
+    const std::string message = "CUDA device " + std::to_string(missing) + " is not available";
+    CHECK_THROWS_WITH_AS(CudnnProfiler{missing}, doctest::Contains(message.c_str()), cuda_error);
+    CHECK_THROWS_WITH_AS(CudnnProfiler{-1}, doctest::Contains("CUDA device -1 is not available"), cuda_error);
+}
+
+TEST_CASE("the profiler's name starts with cudnn: and names the device") {
+    if (!gpu_present()) return;
+    const CudnnProfiler profiler;
+    CHECK(profiler.name().starts_with("cudnn:"));
+    CHECK(profiler.name().size() > std::string("cudnn:").size());
+}
+
+TEST_CASE("a bigger convolution costs more than a smaller one on the GPU") {
+    if (!gpu_present()) return;
+    CostModel<CudnnProfiler> model;
+    const double small = price(model, OpKind::Conv2D, {{1, 64, 56, 56}, {64, 64, 3, 3}}, conv_attributes(0));
+    const double big = price(model, OpKind::Conv2D, {{1, 256, 56, 56}, {256, 256, 3, 3}}, conv_attributes(0));
+    CHECK(small > 0.0);
+    CHECK(big > small);
+}
+
+TEST_CASE("a convolution with fused ReLU costs no more than the convolution then a ReLU") {
+    if (!gpu_present()) return;
+    CostModel<CudnnProfiler> model;
+    const std::vector<Shape> conv_inputs{{1, 128, 28, 28}, {128, 128, 3, 3}, {128}};
+    const double fused = price(model, OpKind::Conv2D, conv_inputs, conv_attributes(1));
+    const double separate = price(model, OpKind::Conv2D, conv_inputs, conv_attributes(0))
+                            + price(model, OpKind::Relu, {{1, 128, 28, 28}});
+    constexpr double timing_noise = 1.1;
+    CHECK(fused <= separate * timing_noise);
+}
+
+TEST_CASE("views and sources cost nothing on the GPU") {
+    if (!gpu_present()) return;
+    CostModel<CudnnProfiler> model;
+    const Shape x{8, 64, 32};
+    CHECK(price(model, OpKind::Reshape, {x}, {{"shape", Ints{8, 2048}}}) == 0.0);
+    CHECK(price(model, OpKind::Flatten, {x}) == 0.0);
+    CHECK(price(model, OpKind::Identity, {x}) == 0.0);
+    const TensorType type{DType::Float32, x};
+    const Attributes none;
+    CHECK(model.backend().op_cost_ms(cost::OpSignature{OpKind::Input, none, {}, {&type, 1}}) == 0.0);
+}
+
+TEST_CASE("every core op that moves data gets a positive finite time on the GPU") {
+    if (!gpu_present()) return;
+    struct Case {
+        OpKind op;
+        std::vector<Shape> inputs;
+        Attributes attributes;
+    };
+    const Shape image{2, 32, 28, 28};
+    const std::vector<Case> cases{
+        {OpKind::Conv2D,
+         {image, {64, 8, 3, 3}, {64}},
+         {{"pads", Ints{0, 0, 1, 1}}, {"group", std::int64_t{4}}, {"activation", std::int64_t{2}}}},
+        {OpKind::Conv2D, {image, {32, 32, 1, 7}}, {{"pads", Ints{0, 3, 0, 3}}, {"activation", std::int64_t{3}}}},
+        {OpKind::MatMul, {{4, 1, 64, 32}, {3, 32, 16}}, {}},
+        {OpKind::MatMul, {{32}, {32, 16}}, {}},
+        {OpKind::Gemm, {{32, 64}, {16, 32}, {16}}, {{"transA", std::int64_t{1}}, {"transB", std::int64_t{1}}}},
+        {OpKind::Add, {image, {32, 1, 1}}, {}},
+        {OpKind::Sub, {{32, 1, 1}, image}, {}},
+        {OpKind::Mul, {{2, 1, 28, 28}, {1, 32, 1, 1}}, {}},
+        {OpKind::Div, {image, image}, {}},
+        {OpKind::Pow, {image, {1}}, {}},
+        {OpKind::Relu, {image}, {}},
+        {OpKind::Sigmoid, {image}, {}},
+        {OpKind::Tanh, {image}, {}},
+        {OpKind::Erf, {image}, {}},
+        {OpKind::Sqrt, {image}, {}},
+        {OpKind::Clip, {image}, {{"min", 0.0}, {"max", 6.0}}},
+        {OpKind::Softmax, {{2, 12, 128, 128}}, {{"axis", std::int64_t{-1}}}},
+        {OpKind::MaxPool, {image}, {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}}},
+        {OpKind::AveragePool, {image}, {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}}},
+        {OpKind::GlobalAveragePool, {image}, {}},
+        {OpKind::BatchNormalization, {image, {32}, {32}, {32}, {32}}, {}},
+        {OpKind::LayerNormalization, {{2, 128, 768}, {768}, {768}}, {}},
+        {OpKind::ReduceMean, {{2, 128, 768}}, {{"axes", Ints{-1}}}},
+        {OpKind::Concat, {image, image}, {{"axis", std::int64_t{1}}}},
+        {OpKind::Split, {image}, {{"axis", std::int64_t{1}}, {"split", Ints{16, 16}}}},
+        {OpKind::Transpose, {image}, {{"perm", Ints{0, 2, 3, 1}}}},
+        {OpKind::Pad, {image}, {{"pads", Ints{0, 0, 1, 1, 0, 0, 1, 1}}}},
+        {OpKind::Enlarge, {{64, 32, 1, 1}}, {{"kernel_shape", Ints{3, 3}}}},
+        {OpKind::MergeGConv, {{64, 8, 3, 3}}, {{"count", std::int64_t{2}}, {"group", std::int64_t{4}}}},
+    };
+    CostModel<CudnnProfiler> model;
+    for (const Case& c : cases) {
+        CAPTURE(op_name(c.op));
+        const double ms = price(model, c.op, c.inputs, c.attributes);
+        CHECK(std::isfinite(ms));
+        CHECK(ms > 0.0);
+    }
+}
+
+TEST_CASE("a cost model over the profiler prices whole zoo models") {
+    if (!gpu_present()) return;
+    CostModel<CudnnProfiler> model;
+    for (const char* name : {"inception_v3", "bert"}) {
+        CAPTURE(name);
+        const double ms = model.graph_cost(models::build_zoo_model(name));
+        CHECK(std::isfinite(ms));
+        CHECK(ms > 0.0);
+    }
+}
