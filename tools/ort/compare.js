@@ -6,6 +6,7 @@
 //                   [--shape NAME=D0,D1,...]... [--data-input NAME] [--threads N] [--rtol X]
 //   node compare.js A.onnx --level basic --write-optimized PATH   (B optional here)
 //   node compare.js A.onnx [B.onnx] --dump-dir DIR                 (B optional here)
+//   node compare.js A.onnx [--runs N] [--warmup W] [--threads N]    (time A alone)
 //
 // Output, one line:
 //   {"max_abs_diff":..,"max_rel_diff":..,"outputs":N,"median_ms_a":..,"median_ms_b":..,"runs":N,...}
@@ -36,6 +37,11 @@
 // output_N.pb already in DIR are removed first, so no stale ones remain. Without B, A
 // is run (warm-up plus --runs timed runs), dumped, and a line with its timing is printed.
 //
+// A alone, without --write-optimized or --dump-dir, is timed: --warmup untimed runs
+// (default 1), then --runs timed ones; the line gives median_ms_a and every run in
+// runs_ms_a. With --threads 1 and the default --level disabled it is single-threaded
+// and unrewritten, the latency a per-op cost model is compared with.
+//
 // Exit status: 0 done; 1 --rtol given and exceeded (or a NaN/Inf mismatch); 2 bad
 // usage, unreadable model, inputs or outputs of A and B that differ, or a run failure.
 'use strict';
@@ -45,7 +51,7 @@ const path = require('path');
 
 const USAGE = 'usage: node compare.js A.onnx [B.onnx] [--seed S] [--runs N] ' +
   '[--level disabled|basic|extended|all] [--shape NAME=D0,D1,...] [--data-input NAME] ' +
-  '[--threads N] [--int-max K] [--rtol X] [--write-optimized PATH] [--dump-dir DIR]';
+  '[--threads N] [--warmup W] [--int-max K] [--rtol X] [--write-optimized PATH] [--dump-dir DIR]';
 
 function fail(msg, code = 2) {
   process.stderr.write(`compare.js: ${msg}\n`);
@@ -55,7 +61,7 @@ function fail(msg, code = 2) {
 function parseArgs(argv) {
   const o = {
     files: [], seed: 0, runs: 10, level: 'disabled', shapes: {}, dataInput: 'input',
-    threads: 0, intMax: 1, rtol: null, writeOptimized: null, dumpDir: null,
+    threads: 0, warmup: 1, intMax: 1, rtol: null, writeOptimized: null, dumpDir: null,
   };
   const num = (flag, v, int) => {
     if (v === undefined) fail(`${flag} needs a value\n${USAGE}`);
@@ -69,6 +75,7 @@ function parseArgs(argv) {
     switch (a) {
       case '--seed': o.seed = num(a, next(), true); break;
       case '--runs': o.runs = num(a, next(), true); if (o.runs < 1) fail('--runs must be >= 1'); break;
+      case '--warmup': o.warmup = num(a, next(), true); if (o.warmup < 0) fail('--warmup must be >= 0'); break;
       case '--threads': o.threads = num(a, next(), true); if (o.threads < 0) fail('--threads must be >= 0'); break;
       case '--int-max': o.intMax = num(a, next(), true); if (o.intMax < 0) fail('--int-max must be >= 0'); break;
       case '--rtol': o.rtol = num(a, next(), false); break;
@@ -95,10 +102,7 @@ function parseArgs(argv) {
         o.files.push(a);
     }
   }
-  if (o.files.length < 1 || o.files.length > 2 ||
-      (o.files.length === 1 && !o.writeOptimized && !o.dumpDir)) {
-    fail(`need two models (or one with --write-optimized or --dump-dir)\n${USAGE}`);
-  }
+  if (o.files.length < 1 || o.files.length > 2) fail(`need one or two models\n${USAGE}`);
   for (const f of o.files) {
     let st;
     try { st = fs.statSync(f); } catch (e) { fail(`no such model file: ${f}`); }
@@ -339,14 +343,19 @@ async function main() {
       if (!fs.existsSync(optimizedPath)) fail(`ORT did not write ${optimizedPath}`);
       Object.assign(result, { written: optimizedPath, bytes: fs.statSync(optimizedPath).size });
     }
-    if (opts.dumpDir) {
+    if (opts.dumpDir || !optimizedPath) {
       const feeds = makeFeeds(sa.inputMetadata);
       const [outA] = await timedRun(sa, feeds, fileA);
+      for (let w = 1; w < opts.warmup; w++) await timedRun(sa, feeds, fileA);
       const msA = [];
       for (let r = 0; r < opts.runs; r++) msA.push((await timedRun(sa, feeds, fileA))[1]);
-      dumpTensors(opts.dumpDir, sa.inputNames, feeds, sa.outputNames, outA);
-      Object.assign(result, { dump_dir: opts.dumpDir, inputs: sa.inputNames.length,
-        outputs: sa.outputNames.length, median_ms_a: round(median(msA)), runs: opts.runs, seed: opts.seed });
+      if (opts.dumpDir) {
+        dumpTensors(opts.dumpDir, sa.inputNames, feeds, sa.outputNames, outA);
+        result.dump_dir = opts.dumpDir;
+      }
+      Object.assign(result, { inputs: sa.inputNames.length, outputs: sa.outputNames.length,
+        median_ms_a: round(median(msA)), runs: opts.runs, runs_ms_a: msA.map((x) => round(x)),
+        threads: opts.threads, seed: opts.seed });
     }
     Object.assign(result, { level: opts.level, ort_version: ort.env.versions.node });
     process.stdout.write(JSON.stringify(result) + '\n');

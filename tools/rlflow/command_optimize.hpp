@@ -11,6 +11,9 @@
 #include <rlflow/core/atomic_file.hpp>
 #include <rlflow/core/memory.hpp>
 #include <rlflow/cost.hpp>
+#if defined(RLFLOW_HAS_CUDA)
+#include <rlflow/cost/cudnn_profiler.hpp>
+#endif
 #include <rlflow/onnx/export.hpp>
 #include <rlflow/rewrite.hpp>
 #include <rlflow/search.hpp>
@@ -38,6 +41,7 @@ struct OptimizeOptions {
     std::string rules;
     std::string report;
     int verify_trials = 3;
+    onnx_io::ExportOptions save;
     std::uint64_t seed = 0;
 };
 
@@ -127,7 +131,7 @@ void optimize_with(const OptimizeOptions& o, Backend backend) {
                      check.detail.c_str());
         throw CLI::RuntimeError(1);
     }
-    onnx_io::save_onnx(result.graph, o.output);
+    onnx_io::save_onnx(result.graph, o.output, o.save);
     if (!o.report.empty()) write_file_atomically(o.report, report.dump(2) + "\n");
     print_summary(report);
     std::printf("wrote %s\n", o.output.c_str());
@@ -140,7 +144,10 @@ inline void add_optimize_command(CLI::App& app) {
     cmd->add_option("-o,--output", o->output, "the .onnx file to write")->required();
     add_model_flags(*cmd, o->load);
     cmd->add_option("--search", o->search, "greedy or taso (cost-ordered backtracking)")->check(CLI::IsMember({"greedy", "taso"}));
-    cmd->add_option("--cost", o->cost, "cost backend: analytic (see --device)")->check(CLI::IsMember({"analytic"}));
+    cmd->add_option("--cost", o->cost,
+                    "analytic (a roofline, see --device), cpu (ops timed in the reference executor) or cudnn "
+                    "(ops timed with cuDNN/cuBLAS; needs a CUDA build and a GPU)")
+        ->check(CLI::IsMember({"analytic", "cpu", "cudnn"}));
     cmd->add_option("--device", o->device, "analytic device preset: v100, a100, h100 or cpu");
     cmd->add_option("--budget", o->budget, "most expansions (taso) or rewrites (greedy)");
     cmd->add_option("--alpha", o->alpha, "taso keeps graphs costing below alpha x the best")->check(CLI::PositiveNumber);
@@ -149,7 +156,19 @@ inline void add_optimize_command(CLI::App& app) {
     cmd->add_option("--report", o->report, "write a JSON report here");
     cmd->add_option("--verify-trials", o->verify_trials, "random input sets the result is checked on")->check(CLI::PositiveNumber);
     cmd->add_option("--seed", o->seed, "seed of the verification inputs and weights");
-    cmd->callback([o] { optimize_with(*o, cost::AnalyticBackend::preset(o->device)); });
+    cmd->add_flag("--fused-conv-ms", o->save.fused_conv_microsoft,
+                  "write fused convolutions as com.microsoft.FusedConv (ONNX Runtime) instead of Conv + activation");
+    cmd->callback([o] {
+        if (o->cost == "cpu") return optimize_with(*o, cost::CpuProfiler{});
+        if (o->cost == "cudnn") {
+#if defined(RLFLOW_HAS_CUDA)
+            return optimize_with(*o, cost::CudnnProfiler{0});
+#else
+            throw precondition_error("--cost cudnn needs rlflow built with CUDA (RLFLOW_ENABLE_CUDA) and a GPU");
+#endif
+        }
+        optimize_with(*o, cost::AnalyticBackend::preset(o->device));
+    });
 }
 
 }  // namespace rlflow::cli
