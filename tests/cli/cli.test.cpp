@@ -180,3 +180,25 @@ TEST_CASE("optimize refuses bad input with exit code 2 and writes nothing") {
     CHECK_FALSE(std::filesystem::exists(out));
     std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("optimize reuses a cost cache file and ignores a damaged one") {
+    const auto dir = std::filesystem::temp_directory_path() / "rlflow_cli_cost_cache";
+    std::filesystem::create_directories(dir);
+    const auto cache = dir / "costs.bin";
+    std::filesystem::remove(cache);
+    const std::string args = "optimize zoo:resnet18 --search greedy -o " + (dir / "out.onnx").string() + " --cost-cache " + cache.string();
+    const Result first = run_cli(args);
+    REQUIRE(first.exit_code == 0);
+    REQUIRE(std::filesystem::exists(cache));
+    const Result second = run_cli(args);
+    CHECK(second.exit_code == 0);
+    CHECK(second.output.find("not usable") == std::string::npos);
+    {
+        std::ofstream damaged(cache, std::ios::binary | std::ios::trunc);
+        damaged << "not a cost cache";
+    }
+    const Result third = run_cli(args);
+    CHECK(third.exit_code == 0);
+    CHECK(third.output.find("not usable") != std::string::npos);
+    std::filesystem::remove_all(dir);
+}

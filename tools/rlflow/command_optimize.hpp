@@ -24,6 +24,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 namespace rlflow::cli {
@@ -40,6 +41,7 @@ struct OptimizeOptions {
     double time_limit = 0;
     std::string rules;
     std::string report;
+    std::string cost_cache;
     int verify_trials = 3;
     onnx_io::ExportOptions save;
     std::uint64_t seed = 0;
@@ -119,7 +121,12 @@ void optimize_with(const OptimizeOptions& o, Backend backend) {
                    "'" + o.model + "' has ops rlflow cannot execute, so a result could not be verified; nothing written");
     const auto rules = load_rule_set(o.rules);
     cost::CostModel<Backend> model(std::move(backend));
+    // A cache file of another backend, version or a damaged one is ignored, never trusted.
+    if (!o.cost_cache.empty() && !model.load_cache(o.cost_cache) && std::filesystem::exists(o.cost_cache))
+        std::fprintf(stderr, "note: cost cache %s is not usable for %s; measuring again\n", o.cost_cache.c_str(),
+                     model.name().c_str());
     search::SearchResult result = run_search(o, original, rules, model);
+    if (!o.cost_cache.empty()) model.save_cache(o.cost_cache);
     result.graph.remove_dead_nodes();
     rewrite::EquivalenceOptions check_options;
     check_options.trials = o.verify_trials;
@@ -154,6 +161,7 @@ inline void add_optimize_command(CLI::App& app) {
     cmd->add_option("--time-limit", o->time_limit, "seconds; stop with the best graph so far");
     cmd->add_option("--rules", o->rules, "a rules file (text or binary) instead of the built-in rules");
     cmd->add_option("--report", o->report, "write a JSON report here");
+    cmd->add_option("--cost-cache", o->cost_cache, "read op costs from, and save them to, this file");
     cmd->add_option("--verify-trials", o->verify_trials, "random input sets the result is checked on")->check(CLI::PositiveNumber);
     cmd->add_option("--seed", o->seed, "seed of the verification inputs and weights");
     cmd->add_flag("--fused-conv-ms", o->save.fused_conv_microsoft,
