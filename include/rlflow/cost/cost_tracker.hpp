@@ -7,6 +7,7 @@
 #include <rlflow/cost/cost_model.hpp>
 
 #include <algorithm>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -52,11 +53,12 @@ public:
             const NodeId id = work.front();
             work.erase(work.begin());
             const Node& n = graph.node(id);
-            const char was = m_tracked[id.value] ? m_constant[id.value] : 2;
+            // A node priced before whose weight-only status holds cannot change its consumers'.
+            const std::optional<char> was = m_tracked[id.value] ? std::optional(m_constant[id.value]) : std::nullopt;
             if (m_tracked[id.value]) untrack(id);
             m_constant[id.value] = weight_only(n);
             track(graph, n);
-            if (was != 2 && was == m_constant[id.value]) continue;
+            if (was == m_constant[id.value]) continue;
             for (const auto& out : n.outputs)
                 for (const Use& u : out.uses)
                     if (m_tracked[u.node.value] && m_constant[u.node.value] != weight_only(graph.node(u.node))

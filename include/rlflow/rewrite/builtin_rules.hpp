@@ -205,29 +205,23 @@ rule fuse_batched_matmul_add_gemm
 end
 )";
 
+/// Two Transposes in a row: nothing when they cancel, else one Transpose.
+inline constexpr std::string_view transpose_pair_rule = R"(
+rule {name}_transpose_pair
+  var x
+  src t1 = Transpose(x) perm=$p
+  src t2 = Transpose(t1) perm=$q
+{target}
+  require permutation_{condition}($p, $q)
+end
+)";
+
 /// Eliminations: ops that cancel or collapse.
 inline constexpr std::string_view elimination_rules = R"(
 rule eliminate_identity
   var x
   src i = Identity(x)
   out i -> x
-end
-
-rule cancel_transpose_pair
-  var x
-  src t1 = Transpose(x) perm=$p
-  src t2 = Transpose(t1) perm=$q
-  out t2 -> x
-  require permutation_is_identity($p, $q)
-end
-
-rule fuse_transpose_pair
-  var x
-  src t1 = Transpose(x) perm=$p
-  src t2 = Transpose(t1) perm=$q
-  dst t = Transpose(x) perm=compose($p, $q)
-  out t2 -> t
-  require permutation_not_identity($p, $q)
 end
 
 rule collapse_reshape_pair
@@ -284,6 +278,10 @@ end
     for (const std::string_view rule : {matmul_parts_rule, split_bias_parts_rule})
         for (const auto& [n, name] : arities) text += substitute(expand_parts(rule, n), {{"name", name}});
     text += gemm_rules;
+    text += substitute(std::string(transpose_pair_rule), {{"name", "cancel"}, {"target", "  out t2 -> x"}, {"condition", "is_identity"}});
+    text += substitute(std::string(transpose_pair_rule),
+                       {{"name", "fuse"}, {"target", "  dst t = Transpose(x) perm=compose($p, $q)\n  out t2 -> t"},
+                        {"condition", "not_identity"}});
     text += elimination_rules;
     for (const auto& [n, name] : arities) text += substitute(expand_parts(concat_split_parts_rules, n), {{"name", name}});
     return text;
