@@ -10,6 +10,7 @@
 #include <rlflow/rewrite/location.hpp>
 #include <rlflow/rewrite/location_index.hpp>
 #include <rlflow/rewrite/matcher.hpp>
+#include <rlflow/rewrite/region_check.hpp>
 #include <rlflow/rewrite/rewriter.hpp>
 #include <rlflow/rewrite/rule.hpp>
 #include <rlflow/rewrite/rule_file.hpp>

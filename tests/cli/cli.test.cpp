@@ -202,3 +202,27 @@ TEST_CASE("optimize reuses a cost cache file and ignores a damaged one") {
     CHECK(third.output.find("not usable") != std::string::npos);
     std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("optimize rewrites around an op rlflow cannot execute, verifies region by region and keeps the op") {
+    const auto dir = std::filesystem::temp_directory_path() / "rlflow_cli_opaque";
+    std::filesystem::create_directories(dir);
+    const auto out = dir / "opt.onnx";
+    const auto report = dir / "report.json";
+    const std::string model = std::string(RLFLOW_SOURCE_DIR) + "/tests/data/opaque/conv_sin_branches.onnx";
+    const Result r = run_cli("optimize " + model + " -o " + out.string() + " --report " + report.string());
+    REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+    CHECK(r.output.find("verified region by region (2 regions") != std::string::npos);
+    std::ifstream in(report);
+    const auto j = nlohmann::json::parse(in);
+    CHECK(j["verified"] == true);
+    CHECK(j["verification"] == "regions");
+    CHECK(j["regions_verified"] == 2);
+    CHECK(j["cost_after_ms"].get<double>() < j["cost_before_ms"].get<double>());
+    CHECK(j["rewrites"]["merge_conv_pair_bias"] == 1);
+    const auto before = nlohmann::json::parse(run_cli("info " + model + " --json", false).output);
+    const auto after = nlohmann::json::parse(run_cli("info " + out.string() + " --json", false).output);
+    CHECK(after["opaque_nodes"] == 1);
+    CHECK(after["op_histogram"]["Sin"] == 1);
+    CHECK(after["op_histogram"]["Conv2D"].get<int>() < before["op_histogram"]["Conv2D"].get<int>());
+    std::filesystem::remove_all(dir);
+}

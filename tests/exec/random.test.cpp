@@ -83,3 +83,23 @@ TEST_CASE("random_inputs draws one deterministic U(-1, 1) tensor per graph input
             CHECK(v < 1.0f);
         }
 }
+
+TEST_CASE("random_inputs draws positive values for an input a consumer needs positive") {
+    // A region cut out of a graph can start at a batch norm's variance.
+    Graph g;
+    const auto x = g.add_input("x", f32({1, 4, 3, 3}));
+    const auto var = g.add_input("var", f32({4}));
+    const auto reshaped = g.add_node(OpKind::Reshape, {{var, 0}}, {{"shape", std::vector<std::int64_t>{4}}});
+    std::vector<rlflow::TensorRef> bn_inputs{{x, 0}};
+    for (const char* name : {"scale", "bias", "mean"}) bn_inputs.push_back({g.add_weight(name, f32({4})), 0});
+    bn_inputs.push_back({reshaped, 0});
+    g.add_output({g.add_node(OpKind::BatchNormalization, bn_inputs), 0});
+    const auto inputs = rlflow::exec::random_inputs(g, 4);
+    bool x_negative = false;
+    for (const float v : inputs[0].floats()) x_negative = x_negative || v < 0;
+    CHECK(x_negative);
+    for (const float v : inputs[1].floats()) {
+        CHECK(v >= 0.5f);  // seen through the Reshape view
+        CHECK(v < 1.5f);
+    }
+}

@@ -11,6 +11,10 @@
 #      and outputs are dumped as TensorProto files                -> W/ort_io/
 #   4. rlflow run: rlflow's reference executor, on the converted model and ORT's inputs,
 #      must match ORT's outputs (rtol/atol 1e-4).
+#   5. for the opset-17 exports and every SOURCE_DIR/tests/data/opaque/*.onnx (models with
+#      ops rlflow cannot execute, verified region by region): rlflow optimize (greedy),
+#      and compare.js: the optimised model must agree with the original in ORT to 1e-4
+#      relative                                                 -> W/optimized.onnx
 # W is WORK_DIR/<model name>. Every model is checked even when one fails; the script
 # ends with "N passed, M failed" and exits 1 if M > 0.
 #
@@ -79,6 +83,27 @@ check() {
     done < <(grep max_abs_diff "$w/run.log" || tail -n 1 "$w/run.log")
 }
 
+# optimized NAME MODEL DIR: step 5 on MODEL (which has weights), working in DIR.
+optimized() {
+    local name=$1 model=$2 w=$3
+    step optimize "$w/optimize.log" "$RLFLOW_BIN" optimize "$model" -o "$w/optimized.onnx" --search greedy \
+        --report "$w/optimize.json" || return 1
+    echo "$name: rlflow optimize: $(grep -E '^(cost|verified)' "$w/optimize.log" | tr -s ' ' | paste -sd ';')"
+    step compare_optimized "$w/compare_optimized.log" node "$COMPARE_JS" "$model" "$w/optimized.onnx" \
+        --rtol 1e-4 --seed 5 --runs 1 || return 1
+    echo "$name: optimised vs original in ORT: $(grep '^{' "$w/compare_optimized.log" | tail -n 1)"
+}
+
+# begin NAME: starts checking NAME in a fresh W=WORK_DIR/NAME (sets name, w, t0, status).
+begin() {
+    name=$1
+    w="$WORK_DIR/$name"
+    rm -rf "$w"
+    mkdir -p "$w"
+    t0=$(now)
+    status=0
+}
+
 # record NAME START STATUS
 record() {
     if [[ $3 -eq 0 ]]; then
@@ -101,14 +126,18 @@ if [[ ${#models[@]} -eq 0 ]]; then
 fi
 
 for f in "${models[@]}"; do
-    name=$(basename "$f" .onnx)
-    w="$WORK_DIR/$name"
-    rm -rf "$w"
-    mkdir -p "$w"
-    t0=$(now)
-    status=0
+    begin "$(basename "$f" .onnx)"
     step weights "$w/weights.log" "$RLFLOW_BIN" weights "$f" "$w/full.onnx" \
         --data-inputs input --seed 7 && check "$name" "$w/full.onnx" "$w" || status=1
+    if [[ $status -eq 0 && $name == *_op17 ]]; then
+        optimized "$name" "$w/full.onnx" "$w" || status=1
+    fi
+    record "$name" "$t0" "$status"
+done
+
+for f in "$SOURCE_DIR"/tests/data/opaque/*.onnx; do
+    begin "opaque_$(basename "$f" .onnx)"
+    optimized "$name" "$f" "$w" || status=1
     record "$name" "$t0" "$status"
 done
 
@@ -121,12 +150,7 @@ if [[ "${RLFLOW_FULL_EXPORTS:-1}" == 1 ]]; then
             --with-params --out "$exports" --opsets 17 --models resnet18 squeezenet1_1; then
             echo "full exports written ($(elapsed "$t0") s)"
             for f in "$exports"/*.onnx; do
-                name="full_$(basename "$f" .onnx)"
-                w="$WORK_DIR/$name"
-                rm -rf "$w"
-                mkdir -p "$w"
-                t0=$(now)
-                status=0
+                begin "full_$(basename "$f" .onnx)"
                 check "$name" "$f" "$w" || status=1
                 record "$name" "$t0" "$status"
             done

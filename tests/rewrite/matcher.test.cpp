@@ -25,21 +25,14 @@ Graph conv_relu_cases() {
     return g;
 }
 
-NodeId by_name(const Graph& g, std::string_view name) {
-    for (const Node& n : g.nodes())
-        if (n.name == name) return n.id;
-    FAIL("no node named " << name);
-    return {};
-}
-
 }  // namespace
 
 TEST_CASE("matcher offers a fusion only where no internal tensor escapes") {
     const Graph g = conv_relu_cases();
     const auto found = locations_of("fuse_conv_relu", g);
     REQUIRE(found.size() == 1);
-    CHECK(found[0].nodes[0] == by_name(g, "c1"));
-    CHECK(found[0].nodes[1] == by_name(g, "r1"));
+    CHECK(found[0].nodes[0] == node_named(g, "c1"));
+    CHECK(found[0].nodes[1] == node_named(g, "r1"));
     CHECK(found[0].variables[0] == TensorRef{g.find_input("x").value(), 0});
 }
 

@@ -43,6 +43,14 @@ inline NodeId conv(Graph& g, TensorRef x, std::int64_t out_channels, std::int64_
     return g.add_node(OpKind::Conv2D, inputs, {{"pads", std::vector<std::int64_t>{pad, pad, pad, pad}}}, name);
 }
 
+/// The node of `g` named `name`; fails the test if there is none.
+inline NodeId node_named(const Graph& g, std::string_view name) {
+    for (const Node& n : g.nodes())
+        if (n.name == name) return n.id;
+    FAIL("no node named " << name);
+    return {};
+}
+
 /// The outputs of `g` on seeded inputs, with seeded weights (by name) filled in first.
 inline std::vector<Tensor> run_seeded(Graph g, std::uint64_t seed = 7) {
     exec::fill_random_weights(g, seed);

@@ -36,8 +36,9 @@ inline void fill_random_weights(Graph& g, std::uint64_t seed) {
     }
 }
 
-/// One tensor per graph input, in `g.inputs()` order, drawn from U(-1, 1) under `seed`
-/// (zeros for non-float inputs).
+/// One tensor per graph input, in `g.inputs()` order, drawn under `seed` from U(-1, 1), or
+/// from the positive range weights get where a consumer needs the input positive (a
+/// variance, a square root's operand); zeros for non-float inputs.
 [[nodiscard]] inline std::vector<Tensor> random_inputs(const Graph& g, std::uint64_t seed) {
     std::vector<Tensor> inputs;
     inputs.reserve(g.inputs().size());
@@ -49,8 +50,10 @@ inline void fill_random_weights(Graph& g, std::uint64_t seed) {
             continue;
         }
         Rng rng = detail::tensor_stream(seed, detail::input_stream_salt, n.name);
+        const bool positive = detail::feeds_positive_slot(g, {id, 0});
         inputs.push_back(Tensor::from_floats(
-            type.shape, detail::uniform_values(rng, type.shape.numel(), -detail::unit_bound, detail::unit_bound)));
+            type.shape, positive ? detail::uniform_values(rng, type.shape.numel(), detail::positive_low, detail::positive_high)
+                                 : detail::uniform_values(rng, type.shape.numel(), -detail::unit_bound, detail::unit_bound)));
     }
     return inputs;
 }

@@ -30,6 +30,8 @@ struct EquivalenceReport {
     double max_abs_diff = 0;
     /// The graph inputs (by name) of the first trial that told the graphs apart.
     std::optional<std::map<std::string, Tensor>> counterexample;
+    /// The index of the first output that differed.
+    std::optional<std::size_t> mismatched_output;
     /// Which output and element differed, for people.
     std::string detail;
 };
@@ -56,6 +58,7 @@ inline bool outputs_agree(const std::vector<Tensor>& a, const std::vector<Tensor
                           EquivalenceReport& report) {
     for (std::size_t i = 0; i < a.size(); ++i) {
         if (a[i].type() != b[i].type()) {
+            report.mismatched_output = i;
             report.detail = "output " + std::to_string(i) + ": " + a[i].type().to_string() + " vs " + b[i].type().to_string();
             report.max_abs_diff = INFINITY;
             return false;
@@ -66,6 +69,7 @@ inline bool outputs_agree(const std::vector<Tensor>& a, const std::vector<Tensor
             if (std::isnan(x) && std::isnan(y)) continue;
             report.max_abs_diff = std::isnan(diff) ? INFINITY : std::max(report.max_abs_diff, diff);
             if (!(diff <= o.atol + o.rtol * std::abs(x))) {
+                report.mismatched_output = i;
                 report.detail = "output " + std::to_string(i) + " element " + std::to_string(j) + ": " + std::to_string(x)
                                 + " vs " + std::to_string(y);
                 return false;
