@@ -51,7 +51,7 @@ struct Options {
 /// Replaces every weight-only tensor that a computed op or a graph output reads by a
 /// new weight holding its value, then drops the nodes nothing reads any more.
 void fold_weight_only(Graph& g, std::uint64_t seed) {
-    const std::vector<char> constant = cost::weight_only_nodes(g);
+    const std::vector<char> constant = weight_only_nodes(g);
     std::vector<TensorRef> boundary;
     for (const Node& n : g.nodes()) {
         if (!constant[n.id.value] || n.traits().has(op_flag_source)) continue;

@@ -5,6 +5,7 @@
 #include <array>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <cstdio>
 #include <string>
 #include <sys/wait.h>
@@ -225,4 +226,55 @@ TEST_CASE("optimize rewrites around an op rlflow cannot execute, verifies region
     CHECK(after["op_histogram"]["Sin"] == 1);
     CHECK(after["op_histogram"]["Conv2D"].get<int>() < before["op_histogram"]["Conv2D"].get<int>());
     std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("rules generate writes verified rules and a report; stats and verify read them back") {
+    const auto dir = std::filesystem::temp_directory_path() / "rlflow_cli_rules";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const auto rules = dir / "small.rules";
+    const auto report = dir / "report.json";
+    const Result r = run_cli("rules generate --ops matmul,add,transpose,concat1,split1 --max-ops 2 --jobs 2 -o "
+                             + rules.string() + " --report " + report.string());
+    REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+    std::ifstream in(report);
+    const auto j = nlohmann::json::parse(in);
+    CHECK(j["rejected"] == 0);
+    CHECK(j["candidates"].get<int>() > j["rules_after_pruning"].get<int>());
+    const int kept = j["proved"].get<int>() + j["tested"].get<int>();
+    CHECK(kept > 0);
+    const auto stats = nlohmann::json::parse(run_cli("rules stats " + rules.string() + " --json", false).output);
+    CHECK(stats["rules"] == kept);
+    int by_status = 0;
+    for (const auto& [status, count] : stats["by_status"].items()) by_status += count.get<int>();
+    CHECK(by_status == kept);
+    CHECK(stats["by_ops"].contains("Transpose"));
+    const Result verified = run_cli("rules verify " + rules.string() + " --no-prove");
+    CHECK_MESSAGE(verified.exit_code == 0, verified.output);
+    CHECK(verified.output.find("0 rejected") != std::string::npos);
+
+    // Make one rule false: Transpose(Transpose(x)) -> x, with the second transpose made
+    // the identity, claims Transpose(x) = x.
+    std::ifstream text_in(rules);
+    std::string text((std::istreambuf_iterator<char>(text_in)), std::istreambuf_iterator<char>());
+    const std::string involution = "  src src1 = Transpose(src0) perm=[1, 0]\n  out src1 -> w1\n";
+    const auto at = text.find(involution);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, involution.size(), "  src src1 = Transpose(src0) perm=[0, 1]\n  out src1 -> w1\n");
+    const auto broken = dir / "broken.rules";
+    std::ofstream(broken) << text;
+    const Result bad = run_cli("rules verify " + broken.string() + " --no-prove");
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.output.find("broken.rules") != std::string::npos);
+    CHECK(bad.output.find("fails verification") != std::string::npos);
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("rules generate refuses an unknown op with exit code 2 and writes nothing") {
+    const auto out = std::filesystem::temp_directory_path() / "rlflow_cli_rules_bad.rules";
+    std::filesystem::remove(out);
+    const Result r = run_cli("rules generate --ops matmul,frobnicate -o " + out.string());
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("frobnicate") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(out));
 }

@@ -213,6 +213,27 @@ TEST_CASE("rules go through text and binary and back unchanged, in either order"
     CHECK(to_text(deserialize_rules(serialize_rules(rules), "c.pb")) == rule_samples::sample_rules_text);
 }
 
+TEST_CASE("a rule's verification status survives text and binary, and an unknown one is refused") {
+    std::vector<Rule> rules = sample_rules();
+    REQUIRE(rules.size() >= 3);
+    rules[0].verification = Verification::proved;
+    rules[1].verification = Verification::tested;
+    rules[2].verification = Verification::rejected;
+    CHECK(deserialize_rules(serialize_rules(rules), "status.pb") == rules);
+    const std::string text = to_text(rules);
+    CHECK(text.find("  status proved\n") != std::string::npos);
+    CHECK(parse_rules_text(text) == rules);
+    // An unknown status must not be read as some other one.
+    const Proto future = cancel_transpose_pair("Transpose").number(9, 7);
+    CHECK_THROWS_WITH_AS((void)deserialize_rules(rule_file({future}, 1), "future.pb"),
+                         doctest::Contains("future.pb: rule #0 'cancel_transpose_pair': unknown verification 7"),
+                         rule_error);
+    std::string bad = text;
+    bad.replace(bad.find("status proved"), 13, "status trusted");
+    CHECK_THROWS_WITH_AS((void)parse_rules_text(bad, "bad.rules"), doctest::Contains("unknown status 'trusted'"),
+                         rule_error);
+}
+
 TEST_CASE("an empty rule set round-trips, but an empty file is not a rules file") {
     CHECK(deserialize_rules(serialize_rules({}), "empty_set.pb").empty());
     CHECK_THROWS_WITH_AS((void)deserialize_rules("", "empty.pb"),

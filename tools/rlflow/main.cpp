@@ -4,6 +4,7 @@
 #include "command_convert.hpp"
 #include "command_info.hpp"
 #include "command_optimize.hpp"
+#include "command_rules.hpp"
 #include "command_run.hpp"
 #include "command_zoo.hpp"
 
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
     rlflow::cli::add_weights_command(app);
     rlflow::cli::add_run_command(app);
     rlflow::cli::add_optimize_command(app);
+    rlflow::cli::add_rules_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

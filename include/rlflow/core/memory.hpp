@@ -8,10 +8,17 @@
 /// (Reshape, Flatten, Identity) allocate nothing: their output aliases the input buffer
 /// and keeps it alive. Graph inputs count as
 /// activations; weights and constants count as weight bytes.
+///
+/// memory_profile is the graph run as it stands (what the reference executor does);
+/// folded_memory_profile is the graph as deployed, with every op computed from weights
+/// and constants alone folded into a constant ahead of time (what the cost model prices):
+/// its outputs are weights, the weights only it read are gone.
 
 #include <rlflow/core/graph.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 namespace rlflow {
 
@@ -21,9 +28,27 @@ struct MemoryProfile {
     std::int64_t weight_bytes = 0;
 };
 
-/// The memory profile of `g` under `order` (a topological order of `g`).
-[[nodiscard]] inline MemoryProfile memory_profile(const Graph& g, const std::vector<NodeId>& order) {
-    MemoryProfile profile;
+/// Nodes computed from weights and constants alone (weights and constants included),
+/// indexed by node id: a deployment computes them once, ahead of time.
+[[nodiscard]] inline std::vector<char> weight_only_nodes(const Graph& g) {
+    std::vector<char> constant(g.id_bound(), 0);
+    for (const NodeId id : g.topological_order()) {
+        const Node& n = g.node(id);
+        if (n.op == OpKind::Input) continue;
+        bool all = true;
+        for (const TensorRef& in : n.inputs) all = all && (!in.present() || constant[in.node.value]);
+        constant[id.value] = all ? 1 : 0;
+    }
+    return constant;
+}
+
+namespace detail {
+
+/// Peak activation bytes under `order`, where nodes marked in `constant` hold no
+/// activations (their outputs are weights).
+[[nodiscard]] inline std::int64_t peak_activations(const Graph& g, const std::vector<NodeId>& order,
+                                                   const std::vector<char>& constant) {
+    std::int64_t peak = 0;
     // root[id][i]: the tensor whose buffer output i of node id lives in.
     std::vector<std::vector<TensorRef>> root(g.id_bound());
     std::vector<std::vector<std::int64_t>> pending(g.id_bound());
@@ -43,17 +68,14 @@ struct MemoryProfile {
     std::int64_t live = 0;
     for (const NodeId id : order) {
         const Node& n = g.node(id);
-        if (n.op == OpKind::Weight || n.op == OpKind::Constant) {
-            profile.weight_bytes += n.outputs[0].type.bytes();
-            continue;
-        }
+        if (constant[id.value]) continue;
         if (!n.traits().has(op_flag_view))
             for (const auto& o : n.outputs) live += o.type.bytes();
-        profile.peak_activation_bytes = std::max(profile.peak_activation_bytes, live);
+        peak = std::max(peak, live);
         for (const auto& in : n.inputs) {
             if (!in.present()) continue;
             const Node& producer = g.node(in.node);
-            if (producer.op == OpKind::Weight || producer.op == OpKind::Constant) continue;
+            if (constant[producer.id.value]) continue;
             const TensorRef r = root[in.node.value][in.index];
             if (--pending[r.node.value][r.index] == 0) live -= g.type(r).bytes();
         }
@@ -61,8 +83,42 @@ struct MemoryProfile {
         for (std::uint32_t i = 0; i < n.outputs.size(); ++i)
             if (!n.traits().has(op_flag_view) && pending[id.value][i] == 0) live -= n.outputs[i].type.bytes();
     }
+    return peak;
+}
+
+}  // namespace detail
+
+/// The memory profile of `g` under `order` (a topological order of `g`), run as it stands.
+[[nodiscard]] inline MemoryProfile memory_profile(const Graph& g, const std::vector<NodeId>& order) {
+    std::vector<char> constant(g.id_bound(), 0);
+    MemoryProfile profile;
+    for (const NodeId id : order)
+        if (const Node& n = g.node(id); n.op == OpKind::Weight || n.op == OpKind::Constant) {
+            constant[id.value] = 1;
+            profile.weight_bytes += n.outputs[0].type.bytes();
+        }
+    profile.peak_activation_bytes = detail::peak_activations(g, order, constant);
     return profile;
 }
+
+/// The memory profile of `g` as deployed, with weight-only ops folded (see above): weight
+/// bytes are the folded tensors that an op computing on data, or a graph output, reads.
+[[nodiscard]] inline MemoryProfile folded_memory_profile(const Graph& g) {
+    const std::vector<char> constant = weight_only_nodes(g);
+    MemoryProfile profile;
+    for (const Node& n : g.nodes()) {
+        if (!constant[n.id.value]) continue;
+        for (std::uint32_t i = 0; i < n.outputs.size(); ++i) {
+            const auto& uses = n.outputs[i].uses;
+            const bool read = std::any_of(uses.begin(), uses.end(), [&](const Use& u) { return !constant[u.node.value]; });
+            if (read || g.is_graph_output({n.id, i})) profile.weight_bytes += n.outputs[i].type.bytes();
+        }
+    }
+    profile.peak_activation_bytes = detail::peak_activations(g, g.topological_order(), constant);
+    return profile;
+}
+
+
 
 /// The memory profile of `g` under its default topological order.
 [[nodiscard]] inline MemoryProfile memory_profile(const Graph& g) { return memory_profile(g, g.topological_order()); }

@@ -9,6 +9,7 @@
 
 #include <rlflow/core/atomic_file.hpp>
 #include <rlflow/core/graph.hpp>
+#include <rlflow/core/memory.hpp>
 #include <rlflow/cost/cost_backend.hpp>
 
 #include <filesystem>
@@ -19,20 +20,6 @@
 #include <vector>
 
 namespace rlflow::cost {
-
-/// Per node id: 1 if the node is computed from weights and constants only (sources
-/// themselves included), so it can be precomputed once.
-[[nodiscard]] inline std::vector<char> weight_only_nodes(const Graph& g) {
-    std::vector<char> constant(g.id_bound(), 0);
-    for (const NodeId id : g.topological_order()) {
-        const Node& n = g.node(id);
-        if (n.op == OpKind::Input) continue;
-        bool all = true;
-        for (const TensorRef& in : n.inputs) all = all && (!in.present() || constant[in.node.value]);
-        constant[id.value] = all ? 1 : 0;
-    }
-    return constant;
-}
 
 /// A backend with a cache of op costs keyed by signature.
 template <CostBackend Backend>

@@ -188,6 +188,8 @@ struct Constraint {
         /// Enlarge'd to symbols[2] and pads symbols[3]: each kernel dim grows by an even
         /// amount 2e (not all zero) and each pad by exactly e on both sides.
         kernel_enlargeable,
+        /// tensors[0] has exactly one element (a scalar that broadcasts anywhere).
+        is_scalar,
     };
     Kind kind = Kind::rank_equals;
     std::vector<PatternRef> tensors;
@@ -211,6 +213,7 @@ inline constexpr ConstraintSpec constraint_specs[] = {
     {Constraint::Kind::permutation_is_identity, "permutation_is_identity", 0, 2, false},
     {Constraint::Kind::permutation_not_identity, "permutation_not_identity", 0, 2, false},
     {Constraint::Kind::kernel_enlargeable, "kernel_enlargeable", 0, 4, false},
+    {Constraint::Kind::is_scalar, "is_scalar", 1, 0, false},
 };
 /// The spec of constraint kind `kind`.
 [[nodiscard]] constexpr const ConstraintSpec& constraint_spec(Constraint::Kind kind) noexcept {
@@ -225,6 +228,25 @@ struct OutputMapping {
     PatternRef target;
     friend bool operator==(const OutputMapping&, const OutputMapping&) = default;
 };
+
+/// How a rule was shown to be sound. Hand-written rules (the built-in ones) carry `none`:
+/// their tests check them. Generated rules are `proved` (Z3, from the operator axioms),
+/// `tested` (numeric checks only: Z3 gave up or is absent) or `rejected` (a check failed;
+/// kept in reports, never in a rule set used for rewriting).
+enum class Verification : std::uint8_t { none, tested, proved, rejected };
+
+/// The name of a verification status in files and reports ("proved").
+[[nodiscard]] constexpr std::string_view verification_name(Verification v) noexcept {
+    constexpr std::string_view names[] = {"none", "tested", "proved", "rejected"};
+    return names[static_cast<std::size_t>(v)];
+}
+
+/// The status called `name`, if any.
+[[nodiscard]] constexpr std::optional<Verification> verification_from_name(std::string_view name) noexcept {
+    for (const Verification v : {Verification::none, Verification::tested, Verification::proved, Verification::rejected})
+        if (verification_name(v) == name) return v;
+    return std::nullopt;
+}
 
 /// A substitution rule.
 struct Rule {
@@ -243,6 +265,7 @@ struct Rule {
     /// Symmetry breaking: matched source node `first` must have a smaller id than `second`,
     /// so that interchangeable nodes (two parallel convs) give one location, not two.
     std::vector<std::pair<std::uint32_t, std::uint32_t>> ordered;
+    Verification verification = Verification::none;
     friend bool operator==(const Rule&, const Rule&) = default;
 };
 

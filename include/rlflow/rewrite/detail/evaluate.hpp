@@ -192,6 +192,7 @@ struct EvalContext {
                 if (!(args[i] = symbol_ints(c, k.symbols[i]))) return false;
             return kernel_enlargeable(*args[0], *args[1], *args[2], *args[3]);
         }
+        case Kind::is_scalar: return c.shape(k.tensors[0]).numel() == 1;
     }
     return false;
 }

@@ -30,6 +30,7 @@ inline constexpr std::string_view target = "dst";
 inline constexpr std::string_view output = "out";
 inline constexpr std::string_view constraint = "require";
 inline constexpr std::string_view order = "order";
+inline constexpr std::string_view verification = "status";
 // Functions in expressions.
 inline constexpr std::string_view compose = "compose";
 inline constexpr std::string_view dim = "dim";

@@ -162,11 +162,16 @@ private:
             const std::uint32_t first = scope.source_node(c);
             c.expect_spaced("<");
             rule.ordered.emplace_back(first, scope.source_node(c));
+        } else if (word == text_keyword::verification) {
+            const std::string_view name = c.word();
+            const auto status = verification_from_name(name);
+            if (!status) c.fail("unknown status '" + std::string(name) + "' (expected none, tested, proved or rejected)");
+            rule.verification = *status;
         } else if (word == text_keyword::variables || word == text_keyword::symbols) {
             return;  // read by declare_names
         } else {
             c.fail("unknown keyword '" + std::string(word)
-                   + "' (expected var, sym, src, dst, out, require, order or end)");
+                   + "' (expected var, sym, src, dst, out, require, order, status or end)");
         }
         c.expect_end();
     }

@@ -86,6 +86,8 @@ public:
         for (const Constraint& c : m_rule.constraints) line(text_keyword::constraint, " " + constraint(c));
         for (const auto& [first, second] : m_rule.ordered)
             line(text_keyword::order, " " + m_rule.source[first].label + " < " + m_rule.source[second].label);
+        if (m_rule.verification != Verification::none)
+            line(text_keyword::verification, " " + std::string(verification_name(m_rule.verification)));
         out += std::string(text_keyword::end) + "\n";
     }
 

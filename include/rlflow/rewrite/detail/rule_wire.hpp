@@ -31,7 +31,9 @@ inline constexpr std::uint64_t wire_format_version = 1;
 
 // Field numbers of proto/rules.proto, one enum per message.
 enum class FileField : std::uint32_t { format = 1, version, rules, rule_count };
-enum class RuleField : std::uint32_t { name = 1, variables, symbols, source, target, outputs, constraints, ordered };
+enum class RuleField : std::uint32_t {
+    name = 1, variables, symbols, source, target, outputs, constraints, ordered, verification
+};
 enum class RefField : std::uint32_t { kind = 1, index, output };
 enum class NodeField : std::uint32_t { op = 1, inputs, attributes, num_outputs, label };
 enum class AttributeField : std::uint32_t { name = 1, value };
@@ -169,6 +171,7 @@ inline void encode_rule(WireWriter& w, const Rule& rule) {
             m.varint(PairField::first, first);
             m.varint(PairField::second, second);
         });
+    w.varint(RuleField::verification, static_cast<std::uint64_t>(rule.verification));
 }
 
 /// A RuleFile: header, rules, and the rule count last (see proto/rules.proto).
@@ -349,6 +352,13 @@ template <class T, class ReadValues>
     return p;
 }
 
+/// A Rule's verification field; an unknown value is an error (it would be trusted otherwise).
+[[nodiscard]] inline Verification decode_verification(WireReader& r) {
+    const std::uint64_t value = r.varint();
+    if (value > static_cast<std::uint64_t>(Verification::rejected)) r.reject("unknown verification " + std::to_string(value));
+    return static_cast<Verification>(value);
+}
+
 /// Rule `index` of the file `source`, from its Rule message `bytes` at `file_offset`.
 [[nodiscard]] inline Rule decode_rule(std::string_view bytes, std::size_t file_offset, std::string_view source,
                                       std::size_t index) {
@@ -368,6 +378,7 @@ template <class T, class ReadValues>
             case RuleField::outputs: rule.outputs.push_back(decode_output(r)); break;
             case RuleField::constraints: rule.constraints.push_back(decode_constraint(r)); break;
             case RuleField::ordered: rule.ordered.push_back(decode_pair(r)); break;
+            case RuleField::verification: rule.verification = decode_verification(r); break;
             default: r.skip();
         }
     });

@@ -1,0 +1,227 @@
+#pragma once
+/// \file
+/// What the substitution generator enumerates: input variables (small tensors of fixed
+/// types) and ops (an op kind whose attributes follow from its input types). The default
+/// follows TASO's generator inputs (REFERENCE.md): matrices, square weights, images,
+/// conv kernels of four shapes and a scalar, with matmul, element-wise add and mul,
+/// scalar mul, convolutions (1x1, 3x3, 1x3, 3x1 by the kernel; stride 1 and 2; SAME
+/// padding; no activation or a fused relu; grouped when the kernel says so), relu,
+/// concat, split in halves, 2-D transpose, enlarge to 3x3 and 3x3 average and max pools.
+
+#include <rlflow/core/attributes.hpp>
+#include <rlflow/core/error.hpp>
+#include <rlflow/core/op_kind.hpp>
+#include <rlflow/core/shape.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace rlflow::rewrite {
+
+/// The attributes of a generator op for given input types, or nullopt when the op does not
+/// apply to them (shape inference then decides the rest).
+using AttributeBuilder = std::function<std::optional<Attributes>(std::span<const TensorType>)>;
+
+/// What a tensor stands for in a network: data flowing through it, a weight, or a scalar.
+/// Roles only steer enumeration away from graphs no network holds (a convolution of two
+/// kernels, a relu of a weight); generated rules do not carry them.
+enum class TensorRole : std::uint8_t { data, weight, scalar };
+
+/// The roles an op accepts: per input slot one role, or `any` (the same role as input 0);
+/// its output has input 0's role, or `data` when `makes_data`.
+struct RoleSignature {
+    enum class Slot : std::uint8_t { data, weight, scalar, same };
+    std::vector<Slot> inputs;
+    bool makes_data = false;
+};
+
+/// One op the generator may apply.
+struct GeneratorOp {
+    /// Unique, for `--ops` lists and reports ("conv_s1_relu").
+    std::string name;
+    OpKind op = OpKind::Identity;
+    std::size_t arity = 1;
+    AttributeBuilder attributes;
+    RoleSignature roles;
+};
+
+/// One input variable.
+struct GeneratorVariable {
+    std::string name;
+    TensorType type;
+    TensorRole role = TensorRole::data;
+};
+
+/// The generator's search space.
+struct GeneratorSpace {
+    std::vector<GeneratorVariable> variables;
+    std::vector<GeneratorOp> ops;
+};
+
+namespace detail {
+
+inline TensorType float_tensor(Shape shape) { return {DType::Float32, std::move(shape)}; }
+
+/// SAME padding for an odd kernel at stride 1: (k - 1) / 2 on each side of each axis.
+inline std::vector<std::int64_t> same_pads(const Shape& kernel) {
+    const std::int64_t h = (kernel[2] - 1) / 2, w = (kernel[3] - 1) / 2;
+    return {h, w, h, w};
+}
+
+/// A convolution with the kernel's own size, SAME padding, `stride` and `activation`;
+/// grouped when the kernel has fewer input channels than the image.
+inline AttributeBuilder conv_builder(std::int64_t stride, Activation activation) {
+    return [=](std::span<const TensorType> in) -> std::optional<Attributes> {
+        if (in[0].shape.rank() != 4 || in[1].shape.rank() != 4 || in[1].shape[1] == 0) return std::nullopt;
+        if (in[1].shape[2] % 2 == 0 || in[1].shape[3] % 2 == 0) return std::nullopt;
+        if (in[0].shape[1] % in[1].shape[1] != 0) return std::nullopt;
+        Attributes a;
+        a.set("strides", std::vector<std::int64_t>{stride, stride});
+        a.set("pads", same_pads(in[1].shape));
+        a.set("group", in[0].shape[1] / in[1].shape[1]);
+        a.set("activation", static_cast<std::int64_t>(activation));
+        return a;
+    };
+}
+
+/// A 3x3 pool at stride 1 with SAME padding.
+inline AttributeBuilder pool_builder() {
+    return [](std::span<const TensorType> in) -> std::optional<Attributes> {
+        if (in[0].shape.rank() != 4) return std::nullopt;
+        Attributes a;
+        a.set("kernel_shape", std::vector<std::int64_t>{3, 3});
+        a.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
+        return a;
+    };
+}
+
+inline AttributeBuilder axis_builder(std::int64_t axis) {
+    return [=](std::span<const TensorType> in) -> std::optional<Attributes> {
+        if (in[0].shape.rank() <= axis) return std::nullopt;
+        Attributes a;
+        a.set("axis", axis);
+        return a;
+    };
+}
+
+/// Split into two equal halves along `axis`.
+inline AttributeBuilder halves_builder(std::int64_t axis) {
+    return [=](std::span<const TensorType> in) -> std::optional<Attributes> {
+        if (in[0].shape.rank() <= axis) return std::nullopt;
+        const std::int64_t d = in[0].shape[static_cast<int>(axis)];
+        if (d < 2 || d % 2 != 0) return std::nullopt;
+        Attributes a;
+        a.set("axis", axis);
+        a.set("split", std::vector<std::int64_t>{d / 2, d / 2});
+        return a;
+    };
+}
+
+/// The 2-D transpose.
+inline AttributeBuilder transpose_2d_builder() {
+    return [](std::span<const TensorType> in) -> std::optional<Attributes> {
+        if (in[0].shape.rank() != 2) return std::nullopt;
+        Attributes a;
+        a.set("perm", std::vector<std::int64_t>{1, 0});
+        return a;
+    };
+}
+
+/// Enlarge a smaller conv kernel to 3x3.
+inline AttributeBuilder enlarge_builder() {
+    return [](std::span<const TensorType> in) -> std::optional<Attributes> {
+        const Shape& k = in[0].shape;
+        if (k.rank() != 4 || k[2] > 3 || k[3] > 3 || (k[2] == 3 && k[3] == 3)) return std::nullopt;
+        Attributes a;
+        a.set("kernel_shape", std::vector<std::int64_t>{3, 3});
+        return a;
+    };
+}
+
+/// Element-wise ops take equal shapes or a scalar (shape {1}) second operand.
+inline AttributeBuilder elementwise_builder(bool scalar) {
+    return [=](std::span<const TensorType> in) -> std::optional<Attributes> {
+        const bool is_scalar = in[1].shape == Shape{1};
+        if (scalar ? !is_scalar || in[0].shape == Shape{1} : in[0].shape != in[1].shape) return std::nullopt;
+        return Attributes{};
+    };
+}
+
+/// 2-D matrix products only (as TASO): batched products of small rank-4 kernels are
+/// element-wise products in disguise.
+inline AttributeBuilder matrix_builder() {
+    return [](std::span<const TensorType> in) -> std::optional<Attributes> {
+        if (in[0].shape.rank() != 2 || in[1].shape.rank() != 2) return std::nullopt;
+        return Attributes{};
+    };
+}
+
+inline AttributeBuilder no_attributes() {
+    return [](std::span<const TensorType>) -> std::optional<Attributes> { return Attributes{}; };
+}
+
+}  // namespace detail
+
+/// TASO's generator inputs (REFERENCE.md), two variables of each kind: matrices (2,4),
+/// square weights (4,4), images (2,4,5,5), conv kernels 3x3, 1x1, 1x3, 3x1 and a
+/// depthwise 3x3 (4,1,3,3), and a scalar (shape {1}).
+[[nodiscard]] inline GeneratorSpace default_generator_space() {
+    using detail::float_tensor;
+    GeneratorSpace space;
+    const auto add = [&](const std::string& name, Shape shape, int count, TensorRole role) {
+        for (int i = 1; i <= count; ++i) space.variables.push_back({name + std::to_string(i), float_tensor(shape), role});
+    };
+    add("x", {2, 4}, 2, TensorRole::data);
+    add("w", {4, 4}, 2, TensorRole::weight);
+    add("i", {2, 4, 5, 5}, 2, TensorRole::data);
+    add("k", {4, 4, 3, 3}, 2, TensorRole::weight);
+    add("p", {4, 4, 1, 1}, 2, TensorRole::weight);
+    add("h", {4, 4, 1, 3}, 1, TensorRole::weight);
+    add("v", {4, 4, 3, 1}, 1, TensorRole::weight);
+    add("d", {4, 1, 3, 3}, 1, TensorRole::weight);
+    add("s", {1}, 1, TensorRole::scalar);
+    using detail::conv_builder;
+    using Slot = RoleSignature::Slot;
+    const RoleSignature unary{{Slot::same}}, binary{{Slot::same, Slot::same}}, on_data{{Slot::data}},
+        weighted{{Slot::same, Slot::weight}}, scaled{{Slot::same, Slot::scalar}}, conv{{Slot::data, Slot::weight}, true},
+        on_weight{{Slot::weight}};
+    space.ops = {
+        {"matmul", OpKind::MatMul, 2, detail::matrix_builder(), weighted},
+        {"add", OpKind::Add, 2, detail::elementwise_builder(false), binary},
+        {"mul", OpKind::Mul, 2, detail::elementwise_builder(false), binary},
+        {"scale", OpKind::Mul, 2, detail::elementwise_builder(true), scaled},
+        {"relu", OpKind::Relu, 1, detail::no_attributes(), on_data},
+        {"conv_s1", OpKind::Conv2D, 2, conv_builder(1, Activation::None), conv},
+        {"conv_s1_relu", OpKind::Conv2D, 2, conv_builder(1, Activation::Relu), conv},
+        {"conv_s2", OpKind::Conv2D, 2, conv_builder(2, Activation::None), conv},
+        {"conv_s2_relu", OpKind::Conv2D, 2, conv_builder(2, Activation::Relu), conv},
+        {"concat0", OpKind::Concat, 2, detail::axis_builder(0), binary},
+        {"concat1", OpKind::Concat, 2, detail::axis_builder(1), binary},
+        {"split0", OpKind::Split, 1, detail::halves_builder(0), unary},
+        {"split1", OpKind::Split, 1, detail::halves_builder(1), unary},
+        {"transpose", OpKind::Transpose, 1, detail::transpose_2d_builder(), unary},
+        {"enlarge", OpKind::Enlarge, 1, detail::enlarge_builder(), on_weight},
+        {"avgpool", OpKind::AveragePool, 1, detail::pool_builder(), on_data},
+        {"maxpool", OpKind::MaxPool, 1, detail::pool_builder(), on_data},
+    };
+    return space;
+}
+
+/// `space` restricted to the ops named in `names`, in `space`'s order (all variables
+/// kept). Throws precondition_error naming an unknown op.
+[[nodiscard]] inline GeneratorSpace restrict_ops(const GeneratorSpace& space, std::span<const std::string> names) {
+    GeneratorSpace out{space.variables, {}};
+    for (const std::string& name : names)
+        RLFLOW_EXPECTS(std::any_of(space.ops.begin(), space.ops.end(), [&](const GeneratorOp& o) { return o.name == name; }),
+                       precondition_error, "unknown generator op '" + name + "'");
+    for (const GeneratorOp& op : space.ops)
+        if (std::find(names.begin(), names.end(), op.name) != names.end()) out.ops.push_back(op);
+    return out;
+}
+
+}  // namespace rlflow::rewrite

@@ -1,0 +1,184 @@
+#pragma once
+// `rlflow rules generate [--max-ops K] [--ops LIST] [--jobs N] -o rules.pb`: enumerate,
+// fingerprint, pair, prune and verify substitution rules and write them;
+// `rlflow rules verify FILE`: check every rule of a file again (numerically on the
+// generator's variable shapes, and with Z3); exit 2 naming the first rule that fails;
+// `rlflow rules stats FILE`: counts by side sizes, by ops and by verification status.
+
+#include "progress.hpp"
+
+#include <rlflow/core/atomic_file.hpp>
+#include <rlflow/rewrite/generator.hpp>
+#include <rlflow/rewrite/rule_file.hpp>
+#include <rlflow/rewrite/rule_text.hpp>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace rlflow::cli {
+
+struct RulesOptions {
+    std::string output;
+    std::string file;
+    std::string report;
+    std::vector<std::string> ops;
+    rewrite::GeneratorOptions generator;
+    bool no_prove = false;
+    bool json = false;
+};
+
+/// The median of `values` (0 for none).
+inline double median(std::vector<double> values) {
+    if (values.empty()) return 0;
+    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2), values.end());
+    return values[values.size() / 2];
+}
+
+inline nlohmann::json generator_report_json(const rewrite::GeneratorReport& r, const rewrite::GeneratorOptions& o) {
+    return {{"max_ops", o.max_ops},
+            {"seed", o.seed},
+            {"jobs", o.jobs},
+            {"states", r.states},
+            {"graphs", r.graphs},
+            {"redundant_states", r.redundant_states},
+            {"inexact_graphs", r.inexact},
+            {"classes", r.classes},
+            {"candidates", r.candidates},
+            {"pruned_disconnected", r.pruned_disconnected},
+            {"pruned_common_subgraph", r.pruned_common_subgraph},
+            {"pruned_common_supergraph", r.pruned_common_supergraph},
+            {"pruned_renaming", r.pruned_renaming},
+            {"pruned_subsumed", r.pruned_subsumed},
+            {"rules_after_pruning", r.proved + r.tested + r.rejected},
+            {"proved", r.proved},
+            {"tested", r.tested},
+            {"rejected", r.rejected},
+            {"median_proof_seconds", median(r.proof_seconds)},
+            {"enumerate_seconds", r.enumerate_seconds},
+            {"pair_seconds", r.pair_seconds},
+            {"verify_seconds", r.verify_seconds}};
+}
+
+inline void generate_command(RulesOptions o) {
+    rewrite::GeneratorSpace space = rewrite::default_generator_space();
+    if (!o.ops.empty()) space = rewrite::restrict_ops(space, o.ops);
+    o.generator.prove = !o.no_prove;
+    std::unique_ptr<ProgressBar> bar;
+    std::string stage;
+    o.generator.on_progress = [&](const rewrite::GeneratorProgress& p) {
+        if (stage != p.stage) {
+            if (bar) bar->finish();
+            stage = p.stage;
+            bar = std::make_unique<ProgressBar>(stage, p.total);
+        }
+        bar->update(p.done, "");
+    };
+    const rewrite::GeneratedRules generated = rewrite::generate_rules(space, o.generator);
+    if (bar) bar->finish();
+    rewrite::save_rules(o.output, generated.rules);
+    nlohmann::json j = generator_report_json(generated.report, o.generator);
+    j["rejected_rules"] = generated.rejected.empty() ? "" : rewrite::to_text(generated.rejected);
+    if (!o.report.empty()) write_file_atomically(o.report, j.dump(2) + "\n");
+    const auto& r = generated.report;
+    std::printf("enumerated %zu states, %zu graphs (%zu inexact) in %.1f s\n", r.states, r.graphs, r.inexact,
+                r.enumerate_seconds);
+    std::printf("%zu classes, %zu candidates; pruned %zu disconnected, %zu common subgraph, %zu common supergraph, "
+                "%zu renaming, %zu subsumed (%.1f s)\n",
+                r.classes, r.candidates, r.pruned_disconnected, r.pruned_common_subgraph, r.pruned_common_supergraph,
+                r.pruned_renaming, r.pruned_subsumed, r.pair_seconds);
+    std::printf("verified: %zu proved, %zu tested, %zu rejected (%.1f s; median Z3 %.3f s)\n", r.proved, r.tested,
+                r.rejected, r.verify_seconds, median(r.proof_seconds));
+    std::printf("wrote %zu rules to %s\n", generated.rules.size(), o.output.c_str());
+}
+
+inline void verify_command(const RulesOptions& o) {
+    std::vector<rewrite::Rule> rules = rewrite::load_rules(o.file);
+    const rewrite::GeneratorSpace space = rewrite::default_generator_space();
+    for (const rewrite::Rule& rule : rules)
+        for (const std::string& v : rule.variables)
+            RLFLOW_EXPECTS(std::any_of(space.variables.begin(), space.variables.end(),
+                                       [&](const rewrite::GeneratorVariable& g) { return g.name == v; }),
+                           rule_error,
+                           o.file + ": rule '" + rule.name + "': variable '" + v
+                               + "' is not a generator variable, so it has no shape to check the rule at");
+    rewrite::GeneratorOptions options = o.generator;
+    options.prove = !o.no_prove;
+    rewrite::GeneratorReport report;
+    ProgressBar bar("verify", rules.size());
+    options.on_progress = [&](const rewrite::GeneratorProgress& p) { bar.update(p.done, ""); };
+    std::vector<rewrite::Rule> checked = rules;
+    rewrite::detail::verify_rules(checked, space, options, report);
+    bar.finish();
+    for (std::size_t i = 0; i < checked.size(); ++i)
+        if (checked[i].verification == rewrite::Verification::rejected)
+            throw rule_error(o.file + ": rule #" + std::to_string(i) + " '" + checked[i].name
+                             + "' fails verification (numeric check or Z3 counterexample)");
+    std::printf("%zu rules: %zu proved, %zu tested, 0 rejected (median Z3 %.3f s)\n", checked.size(), report.proved,
+                report.tested, median(report.proof_seconds));
+}
+
+inline void stats_command(const RulesOptions& o) {
+    const std::vector<rewrite::Rule> rules = rewrite::load_rules(o.file);
+    std::map<std::string, std::size_t> by_size, by_ops, by_status;
+    for (const rewrite::Rule& rule : rules) {
+        ++by_size["(" + std::to_string(rule.source.size()) + "," + std::to_string(rule.target.size()) + ")"];
+        std::set<std::string> ops;
+        for (const auto* side : {&rule.source, &rule.target})
+            for (const rewrite::PatternNode& n : *side) ops.insert(std::string(op_name(n.op)));
+        std::string mix;
+        for (const std::string& op : ops) mix += (mix.empty() ? "" : "+") + op;
+        ++by_ops[mix];
+        ++by_status[std::string(rewrite::verification_name(rule.verification))];
+    }
+    if (o.json) {
+        std::printf("%s\n", nlohmann::json{{"file", o.file}, {"rules", rules.size()}, {"by_side_sizes", by_size},
+                                           {"by_ops", by_ops}, {"by_status", by_status}}
+                                .dump(2)
+                                .c_str());
+        return;
+    }
+    std::printf("%s: %zu rules\n", o.file.c_str(), rules.size());
+    const auto table = [](const char* title, const std::map<std::string, std::size_t>& counts) {
+        std::printf("%s\n", title);
+        for (const auto& [key, count] : counts) std::printf("  %-40s %6zu\n", key.c_str(), count);
+    };
+    table("by status", by_status);
+    table("by (source ops, target ops)", by_size);
+    table("by ops used", by_ops);
+}
+
+inline void add_rules_command(CLI::App& app) {
+    auto o = std::make_shared<RulesOptions>();
+    CLI::App* rules = app.add_subcommand("rules", "Generate, verify and inspect substitution rules");
+    rules->require_subcommand(1);
+    CLI::App* generate = rules->add_subcommand("generate", "Enumerate, verify and write substitution rules");
+    generate->add_option("-o,--output", o->output, "the rules file to write (.pb binary, .rules text)")->required();
+    generate->add_option("--max-ops", o->generator.max_ops, "most ops on a side (default 3)")->check(CLI::Range(1, 4));
+    generate->add_option("--ops", o->ops, "generator ops to use, comma-separated (default: all)")->delimiter(',');
+    generate->add_option("--jobs", o->generator.jobs, "worker threads")->check(CLI::PositiveNumber);
+    generate->add_option("--seed", o->generator.seed, "seed of the exact and float inputs");
+    generate->add_option("--timeout-ms", o->generator.proof_timeout_ms, "Z3 time limit per rule");
+    generate->add_flag("--no-prove", o->no_prove, "numeric checks only (rules are 'tested')");
+    generate->add_option("--report", o->report, "write a JSON report here");
+    generate->callback([o] { generate_command(*o); });
+    CLI::App* verify = rules->add_subcommand("verify", "Check every rule of a file again; exit 2 at the first that fails");
+    verify->add_option("file", o->file, "a rules file")->required();
+    verify->add_option("--jobs", o->generator.jobs, "worker threads")->check(CLI::PositiveNumber);
+    verify->add_option("--timeout-ms", o->generator.proof_timeout_ms, "Z3 time limit per rule");
+    verify->add_flag("--no-prove", o->no_prove, "numeric checks only");
+    verify->callback([o] { verify_command(*o); });
+    CLI::App* stats = rules->add_subcommand("stats", "Count a file's rules by side sizes, ops and verification status");
+    stats->add_option("file", o->file, "a rules file")->required();
+    stats->add_flag("--json", o->json, "print JSON");
+    stats->callback([o] { stats_command(*o); });
+}
+
+}  // namespace rlflow::cli
