@@ -31,16 +31,19 @@ inline constexpr const char* generated_library_name = "generated_rules.pb";
     return std::filesystem::path(RLFLOW_DATA_DIR) / generated_library_name;
 }
 
-/// The built-in rules, then the generated library's rules (ids are positions). Throws
-/// io_error if the library is missing and rule_error if it is damaged or repeats a name,
-/// naming the file.
+/// The built-in rules, then the generated library's *proved* rules (ids are positions).
+/// Rules the library marks only `tested` are left out: a numeric check at a few shapes is
+/// evidence, not a guarantee for every shape a model holds (they stay available through
+/// `load_rules` on the library file). Throws io_error if the library is missing and
+/// rule_error if it is damaged or repeats a name, naming the file.
 [[nodiscard]] inline RuleSet default_rules() {
     RuleSet rules = builtin_rules();
     const std::filesystem::path path = generated_library_path();
     RLFLOW_EXPECTS(std::filesystem::exists(path), io_error,
                    path.string() + ": the generated rule library is missing (set " + rules_environment_variable
                        + " to a rules file, or use the built-in rules alone)");
-    for (Rule& rule : load_rules(path)) rules.add(std::move(rule));
+    for (Rule& rule : load_rules(path))
+        if (rule.verification == Verification::proved) rules.add(std::move(rule));
     return rules;
 }
 

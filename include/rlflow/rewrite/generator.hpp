@@ -235,7 +235,12 @@ struct Evaluated {
         [&](std::size_t b, unsigned w) {
             std::vector<std::pair<Evaluated, std::vector<std::size_t>>> groups;
             for (const std::size_t i : candidates[b]) {
-                Evaluated e = evaluate_outputs(graphs[i], appliers[w], sets);
+                Evaluated e;
+                try {
+                    e = evaluate_outputs(graphs[i], appliers[w], sets);
+                } catch (const exact_error&) {
+                    continue;  // overflows on another input set: it cannot be compared exactly
+                }
                 const auto same = std::find_if(groups.begin(), groups.end(), [&](const auto& g) {
                     return g.first.types == e.types && g.first.outputs == e.outputs;
                 });
@@ -424,7 +429,8 @@ inline void generalize_split_sizes(Rule& rule) {
     for (const std::string& name : rule.variables) {
         const auto it = std::find_if(space.variables.begin(), space.variables.end(),
                                      [&](const GeneratorVariable& v) { return v.name == name; });
-        RLFLOW_ASSERT(it != space.variables.end());
+        RLFLOW_EXPECTS(it != space.variables.end(), rule_error,
+                       "rule '" + rule.name + "': variable '" + name + "' is not a generator variable");
         instances[0].variable_types.push_back(it->type);
         for (std::size_t s = 0; s < o.shape_variants.size(); ++s) {
             std::vector<std::int64_t> dims(it->type.shape.dims().begin(), it->type.shape.dims().end());
@@ -436,6 +442,19 @@ inline void generalize_split_sizes(Rule& rule) {
     return instances;
 }
 
+/// Restricts a rule that is only tested to the ranks it was tested at: its variables
+/// match tensors of their generator variable's rank only. (A MatMul rule checked on
+/// matrices can be false on batched operands, where the same axis means another thing.)
+inline void pin_variable_ranks(Rule& rule, const GeneratorSpace& space) {
+    for (std::uint32_t i = 0; i < rule.variables.size(); ++i) {
+        const auto it = std::find_if(space.variables.begin(), space.variables.end(),
+                                     [&](const GeneratorVariable& v) { return v.name == rule.variables[i]; });
+        RLFLOW_EXPECTS(it != space.variables.end(), rule_error,
+                       "rule '" + rule.name + "': variable '" + rule.variables[i] + "' is not a generator variable");
+        rule.constraints.push_back({Constraint::Kind::rank_equals, {PatternRef::variable(i)}, {}, it->type.shape.rank()});
+    }
+}
+
 /// Checks every rule numerically, then tries to prove it; sets each rule's verification.
 inline void verify_rules(std::vector<Rule>& rules, const GeneratorSpace& space, const GeneratorOptions& o,
                          GeneratorReport& report) {
@@ -443,25 +462,32 @@ inline void verify_rules(std::vector<Rule>& rules, const GeneratorSpace& space, 
     std::vector<std::optional<Prover>> provers(jobs);
     std::vector<double> proof_seconds(rules.size(), -1.0);
     const bool prove = o.prove && Prover::available();
+    // Worker w takes rules w, w + jobs, ... in order: a prover's state grows with the rules it
+    // has seen, so a fixed assignment keeps proof results independent of scheduling.
     parallel_for(
-        rules.size(), jobs,
-        [&](std::size_t i, unsigned w) {
+        jobs, jobs,
+        [&](std::size_t first, unsigned w) {
+          for (std::size_t i = first; i < rules.size(); i += jobs) {
             Rule& rule = rules[i];
             EquivalenceOptions check;
             check.trials = o.float_trials;
             check.seed = o.seed + i;
             const RuleCheckReport numeric = check_rule_numerically(rule, rule_instances(rule, space, o), check);
             rule.verification = numeric.equal && numeric.instances_checked > 0 ? Verification::tested : Verification::rejected;
-            if (rule.verification == Verification::rejected || !prove) return;
+            if (rule.verification == Verification::rejected || !prove) continue;
             if (!provers[w]) provers[w].emplace(ProverOptions{o.proof_timeout_ms, o.seed});
             const ProofResult proof = provers[w]->prove(rule);
             proof_seconds[i] = proof.seconds;
             if (proof.status == ProofStatus::proved) rule.verification = Verification::proved;
             if (proof.status == ProofStatus::refuted) rule.verification = Verification::rejected;
+            if (o.on_progress && w == 0) o.on_progress({"verify", i, rules.size()});
+          }
         },
         [&](std::size_t done) {
-            if (o.on_progress) o.on_progress({"verify", done, rules.size()});
+            if (o.on_progress && done == jobs) o.on_progress({"verify", rules.size(), rules.size()});
         });
+    for (Rule& rule : rules)
+        if (rule.verification == Verification::tested) pin_variable_ranks(rule, space);
     for (const Rule& rule : rules) {
         report.proved += rule.verification == Verification::proved ? 1 : 0;
         report.tested += rule.verification == Verification::tested ? 1 : 0;

@@ -25,9 +25,11 @@ public:
     }
 
     /// Validates `rule`, gives it the next id and returns that id. Throws rule_error if the
-    /// rule is malformed or its name is taken.
+    /// rule is malformed, was rejected by verification, or its name is taken.
     std::uint32_t add(Rule rule) {
         validate_rule(rule);
+        RLFLOW_EXPECTS(rule.verification != Verification::rejected, rule_error,
+                       "rule '" + rule.name + "' failed verification (status rejected) and is never used for rewriting");
         RLFLOW_EXPECTS(!find(rule.name), rule_error, "rule '" + rule.name + "' is defined twice");
         rule.id = static_cast<std::uint32_t>(m_rules.size());
         m_compiled.push_back(detail::compile_rule(rule));

@@ -7,7 +7,8 @@
 /// Reductions, each exact up to what the pairing stage does anyway:
 /// - a DAG is expanded once, whatever order its nodes were added in (a shared set of
 ///   128-bit structural keys);
-/// - a commutative op takes its operands in one order only, and no op takes the same
+/// - a commutative op takes its operands in one order only (by structural hash, so the
+///   same DAG gets the same order whichever path built it), and no op takes the same
 ///   tensor twice (x + x is a special case of x + y, which is enumerated);
 /// - inputs must have the roles the op accepts (generator_config.hpp);
 /// - the same op on the same inputs twice is never built;
@@ -146,8 +147,10 @@ private:
                     }
                     return;
                 }
-                const std::uint16_t from = commutative && slot > 0 ? node.inputs[slot - 1] + 1 : 0;
-                for (std::uint16_t t = from; t < count; ++t) {
+                for (std::uint16_t t = 0; t < count; ++t) {
+                    // A commutative op takes its operands in structural-hash order, which
+                    // does not depend on the path that built the graph (tensor ids do).
+                    if (commutative && slot > 0 && !(m_tensors[node.inputs[slot - 1]].hash < m_tensors[t].hash)) continue;
                     if (!role_fits(ops[op].roles, slot, t, node)) continue;
                     if (std::find(node.inputs.begin(), node.inputs.begin() + static_cast<std::ptrdiff_t>(slot), t)
                         != node.inputs.begin() + static_cast<std::ptrdiff_t>(slot))
