@@ -28,6 +28,7 @@
 #include <rlflow/rewrite/rule_check.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <exception>
@@ -149,14 +150,14 @@ inline void add_variable_graphs(const GeneratorSpace& space, const GeneratorOpti
         GenGraph one;
         one.outputs = {v};
         one.key = {0, v};
-        one.fingerprint = mix64(mix64(1) ^ fps[v]);
+        one.fingerprint = graph_fingerprint(std::array{fps[v]});
         graphs.push_back(std::move(one));
         for (std::uint16_t u = 0; u < variables && o.max_outputs >= 2; ++u) {
             if (u == v || fps[u] >= fps[v]) continue;  // each pair once, outputs in fingerprint order
             GenGraph two;
             two.outputs = {u, v};
             two.key = {1, (std::uint64_t{u} << 16) | v};
-            two.fingerprint = mix64(mix64(mix64(2) ^ fps[u]) ^ fps[v]);
+            two.fingerprint = graph_fingerprint(std::array{fps[u], fps[v]});
             graphs.push_back(std::move(two));
         }
     }

@@ -292,11 +292,12 @@ private:
         std::sort(outs.begin(), outs.end());
         for (std::size_t i = 1; i < outs.size(); ++i)
             if (outs[i].first == outs[i - 1].first) return;  // two equal outputs: no output order to pair by
-        g.fingerprint = mix64(outs.size());
+        std::vector<std::uint64_t> fps;
         for (const auto& [fp, t] : outs) {
             g.outputs.push_back(t);
-            g.fingerprint = mix64(g.fingerprint ^ fp);
+            fps.push_back(fp);
         }
+        g.fingerprint = graph_fingerprint(fps);
         m_recorded.push_back(std::move(g));
         ++m_counts.recorded;
     }

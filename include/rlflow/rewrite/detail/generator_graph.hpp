@@ -148,6 +148,14 @@ private:
     std::vector<std::uint64_t> m_weights;
 };
 
+/// The fingerprint of a graph from its outputs' fingerprints in output (fingerprint)
+/// order: the bucket key, shared by enumerated graphs and graphs of variables alone.
+[[nodiscard]] inline std::uint64_t graph_fingerprint(std::span<const std::uint64_t> outputs) noexcept {
+    std::uint64_t h = mix64(outputs.size());
+    for (const std::uint64_t fp : outputs) h = mix64(h ^ fp);
+    return h;
+}
+
 /// The exact values of the space's variables for one input set: integers in
 /// [-bound, bound], a pure function of (seed, set, variable name).
 [[nodiscard]] inline std::vector<ExactTensor> variable_values(const GeneratorSpace& space, std::uint64_t seed,
