@@ -83,7 +83,9 @@ TEST_CASE("generator pruning removes disconnected sources, renamings and common 
     CHECK(r.pruned_common_supergraph > 0);
     CHECK(r.pruned_subsumed > 0);
     CHECK(r.candidates == r.pruned_disconnected + r.pruned_common_subgraph + r.pruned_common_supergraph
-                              + r.pruned_renaming + r.pruned_subsumed + r.proved + r.tested + r.rejected);
+                              + r.pruned_renaming + r.pruned_subsumed + r.pruned_redundant + r.pruned_constant_shape
+                              + r.pruned_constant_as_variable
+                              + r.proved + r.tested + r.rejected);
     // matmul distributes over add: x (w1 + w2) = x w1 + x w2, three ops on one side.
     CHECK(find_rule(g, {"= Add(", "= MatMul(", "dst dst0 = MatMul("}) != nullptr);
     // No two kept rules are renamings of each other: their texts differ once names are dropped.
@@ -123,4 +125,41 @@ TEST_CASE("the generator regenerates the committed small rule library exactly") 
     std::stringstream expected;
     expected << in.rdbuf();
     CHECK_MESSAGE(generated == expected.str(), "generated rules differ from " << committed << "; see " << fresh);
+}
+
+TEST_CASE("generator constants: TASO's constant laws are found, sized by the rule's variables, and check at every shape") {
+    const std::vector<std::string> ops = {"conv_s1", "add", "avgpool", "matmul", "mul"};
+    GeneratorOptions o = quick(2, 2);
+    const GeneratedRules g = rewrite::generate_rules(rewrite::restrict_ops(rewrite::default_generator_space(), ops), o);
+    // avgpool(x) = conv(x, 1/9 depthwise kernel), the kernel and the group sized by x's channels.
+    const rewrite::Rule* pool = find_rule(g, {"src src0 = AveragePool(i1)", "shape=[dim(i1, 1), 1, 3, 3] fill=\"uniform\"",
+                                              "group=dim(i1, 1)", "out src0 -> dst1"});
+    REQUIRE(pool != nullptr);
+    // conv(x, k) + x = conv(x, k + I): the residual folded into the kernel.
+    const rewrite::Rule* fold = find_rule(g, {"src src0 = Conv2D(i1, k1)", "= Add(src0, i1)", "fill=\"identity\"",
+                                              "= Add(k1, dst0)", "= Conv2D(i1, dst1)"});
+    REQUIRE(fold != nullptr);
+    // matmul(x, I) = x and x * ones = x, each constant square where it is an identity.
+    REQUIRE(find_rule(g, {"shape=[dim(x1, 1), dim(x1, 1)] fill=\"identity\"", "= MatMul(x1, src0)", "out src1 -> x1"}) != nullptr);
+    REQUIRE(find_rule(g, {"fill=\"uniform\"", "= Mul(x1, src0)", "out src1 -> x1"}) != nullptr);
+    // No kept rule has a constant that could be any tensor, and every rule with a constant is
+    // checked at the enumeration shapes and at the larger variant, where its constant grows.
+    for (const rewrite::Rule& r : g.rules) {
+        const bool constant = std::any_of(r.source.begin(), r.source.end(), [](const auto& n) { return n.op == OpKind::Constant; })
+                              || std::any_of(r.target.begin(), r.target.end(), [](const auto& n) { return n.op == OpKind::Constant; });
+        if (!constant) continue;
+        CAPTURE(r.name);
+        const auto report = rewrite::check_rule_numerically(r, rewrite::detail::rule_instances(r, rewrite::default_generator_space(), o));
+        CHECK(report.equal);
+        CHECK(report.instances_checked == 2);
+    }
+    // Rewriting with the pool rule builds a kernel of the graph's channel count.
+    const Graph graph = average_pool_graph(Shape{1, 10, 6, 6});
+    const RuleSet one(std::vector<rewrite::Rule>{*pool});
+    const auto found = rewrite::find_locations(one, 0, graph);
+    REQUIRE(found.size() == 1);
+    const Graph rewritten = rewrite::apply_copy(graph, one, 0, found[0]);
+    const Node& conv = rewritten.node(rewritten.outputs()[0].value.node);
+    CHECK(conv.attributes.get_int("group", 0) == 10);
+    CHECK(rewritten.node(conv.inputs[1].node).data->shape() == Shape{10, 1, 3, 3});
 }

@@ -222,6 +222,104 @@ rule sum_is_first_term
 end
 )";
 
+/// Rules with tensor constants as the generator writes them (constant_tensor.hpp): an
+/// identity kernel shaped like the kernel it is added to (the sum then also holds where a
+/// one-channel image broadcasts), identity matrices and ones shaped by the variable they
+/// meet, and the 3x3 average-pooling kernel (1/9 rounded to float32) as a depthwise
+/// convolution of literal group 4.
+constexpr std::string_view constant_rules = R"(
+rule input_folds_into_identity_kernel
+  var x k
+  src c = Conv2D(x, k) kernel_shape=[3, 3] strides=[1, 1] pads=[1, 1, 1, 1] dilations=[1, 1] group=1 activation=0
+  src a = Add(c, x)
+  dst i = Constant() value=1 shape=[dim(k, 0), dim(k, 1), 3, 3] fill="identity"
+  dst w = Add(k, i)
+  dst e = Conv2D(x, w) kernel_shape=[3, 3] strides=[1, 1] pads=[1, 1, 1, 1] dilations=[1, 1] group=1 activation=0
+  out a -> e
+end
+
+rule identity_kernel_unfolds_into_input
+  var x k
+  src i = Constant() value=1 shape=[dim(k, 0), dim(k, 1), 3, 3] fill="identity"
+  src w = Add(k, i)
+  src e = Conv2D(x, w) kernel_shape=[3, 3] strides=[1, 1] pads=[1, 1, 1, 1] dilations=[1, 1] group=1 activation=0
+  dst c = Conv2D(x, k) kernel_shape=[3, 3] strides=[1, 1] pads=[1, 1, 1, 1] dilations=[1, 1] group=1 activation=0
+  dst a = Add(c, x)
+  out e -> a
+end
+
+rule matmul_by_identity_matrix
+  var x
+  src i = Constant() value=1 shape=[dim(x, 1), dim(x, 1)] fill="identity"
+  src m = MatMul(x, i)
+  out m -> x
+end
+
+rule identity_matrix_times_matrix
+  var x
+  src i = Constant() value=1 shape=[dim(x, 0), dim(x, 0)] fill="identity"
+  src m = MatMul(i, x)
+  out m -> x
+end
+
+rule depthwise_pool_kernel_is_average_pool
+  var x
+  src p = Constant() value=0.1111111119389534 shape=[dim(x, 1), 1, 3, 3] fill="uniform"
+  src c = Conv2D(x, p) kernel_shape=[3, 3] strides=[1, 1] pads=[1, 1, 1, 1] dilations=[1, 1] group=4 activation=0
+  dst a = AveragePool(x) kernel_shape=[3, 3] strides=[1, 1] pads=[1, 1, 1, 1] dilations=[1, 1] ceil_mode=0 count_include_pad=1
+  out c -> a
+end
+
+rule average_pool_is_depthwise_pool_kernel
+  var x
+  src a = AveragePool(x) kernel_shape=[3, 3] strides=[1, 1] pads=[1, 1, 1, 1] dilations=[1, 1] ceil_mode=0 count_include_pad=1
+  dst p = Constant() value=0.1111111119389534 shape=[dim(x, 1), 1, 3, 3] fill="uniform"
+  dst c = Conv2D(x, p) kernel_shape=[3, 3] strides=[1, 1] pads=[1, 1, 1, 1] dilations=[1, 1] group=4 activation=0
+  out a -> c
+end
+
+rule mul_by_ones_of_its_shape
+  var x
+  src o = Constant() value=1 shape=[dim(x, 0), dim(x, 1)] fill="uniform"
+  src m = Mul(x, o)
+  out m -> x
+end
+)";
+
+/// False rules with tensor constants, each one detail away from a true one: an identity
+/// kernel of value 2, a pooling kernel against a pool that does not count its padding,
+/// twos instead of ones, and an identity kernel at stride 2.
+constexpr std::string_view false_constant_rules = R"(
+rule identity_kernel_of_two_is_identity
+  var x
+  src i = Constant() value=2 shape=[dim(x, 1), dim(x, 1), 3, 3] fill="identity"
+  src c = Conv2D(x, i) kernel_shape=[3, 3] strides=[1, 1] pads=[1, 1, 1, 1] dilations=[1, 1] group=1 activation=0
+  out c -> x
+end
+
+rule pool_kernel_is_average_pool_without_padding
+  var x
+  src p = Constant() value=0.1111111119389534 shape=[dim(x, 1), 1, 3, 3] fill="uniform"
+  src c = Conv2D(x, p) kernel_shape=[3, 3] strides=[1, 1] pads=[1, 1, 1, 1] dilations=[1, 1] group=4 activation=0
+  dst a = AveragePool(x) kernel_shape=[3, 3] strides=[1, 1] pads=[1, 1, 1, 1] dilations=[1, 1] ceil_mode=0 count_include_pad=0
+  out c -> a
+end
+
+rule mul_by_twos
+  var x
+  src o = Constant() value=2 shape=[dim(x, 0), dim(x, 1)] fill="uniform"
+  src m = Mul(x, o)
+  out m -> x
+end
+
+rule identity_kernel_at_stride_two
+  var x
+  src i = Constant() value=1 shape=[dim(x, 1), dim(x, 1), 3, 3] fill="identity"
+  src c = Conv2D(x, i) kernel_shape=[3, 3] strides=[2, 2] pads=[1, 1, 1, 1] dilations=[1, 1] group=1 activation=0
+  out c -> x
+end
+)";
+
 }  // namespace
 
 TEST_CASE("prover: proof_status_name names every status") {
@@ -243,7 +341,7 @@ TEST_CASE("prover: every shipped axiom passes its numeric validation") {
     }
 #ifdef RLFLOW_HAS_Z3
     // With Z3, each op's shape facts are checked against shape inference too.
-    for (const std::string_view op : {"Conv2D", "MatMul", "Concat", "Split", "Transpose", "Enlarge", "Relu", "Add"}) {
+    for (const std::string_view op : {"Conv2D", "MatMul", "Concat", "Split", "Transpose", "Enlarge", "Relu", "Add", "Constant"}) {
         const AxiomReport* report = report_named(prover, "shape facts of " + std::string(op));
         REQUIRE_MESSAGE(report != nullptr, op);
         CHECK_MESSAGE(report->valid, report->detail);
@@ -356,6 +454,70 @@ TEST_CASE("prover: false rules are never proved with or without a model search")
         CHECK_FALSE(numeric.equal);
         CHECK(prover.prove(rules[i]).status != ProofStatus::proved);
         CHECK(searching.prove(rules[i]).status != ProofStatus::proved);
+    }
+#endif
+}
+
+TEST_CASE("prover: the constant axioms are shipped and pass their numeric validation") {
+    const Prover& prover = shared_prover();
+    for (const std::string_view name :
+         {"conv_identity_kernel_1x1", "conv_identity_kernel_3x3", "conv_identity_kernel_3x3_depthwise", "conv_average_pool_kernel",
+          "add_of_single_channel_identity_conv", "matmul_identity_right", "matmul_identity_left", "matmul_identity_left_vector",
+          "mul_by_ones"}) {
+        const AxiomReport* report = report_named(prover, name);
+        REQUIRE_MESSAGE(report != nullptr, name);
+        CHECK_MESSAGE(report->valid, name << ": " << report->detail);
+    }
+}
+
+TEST_CASE("prover: rules with tensor constants are proved, not vacuously, and the numeric check agrees") {
+    const std::vector<Rule> rules = parse(constant_rules);
+    REQUIRE(rules.size() == 7);
+    constexpr std::string_view kernel_folds = "x=(1,4,5,5) k=(4,4,3,3); x=(2,3,6,6) k=(3,3,3,3); x=(1,1,5,5) k=(4,1,3,3)";
+    constexpr std::string_view four_channels = "x=(1,4,5,5); x=(2,4,6,7)";
+    const std::vector<std::string_view> instances = {kernel_folds,  kernel_folds,  "x=(2,3); x=(4,4)", "x=(3,2); x=(4,4)",
+                                                     four_channels, four_channels, "x=(2,3); x=(3,5)"};
+    for (std::size_t i = 0; i < rules.size(); ++i) {
+        CAPTURE(rules[i].name);
+        const auto parsed = parse_rule_instances(rules[i], instances[i]);
+        const RuleCheckReport numeric = check_rule_numerically(rules[i], parsed);
+        CHECK(numeric.instances_checked == parsed.size());
+        CHECK_MESSAGE(numeric.equal, numeric.detail);
+    }
+#ifndef RLFLOW_HAS_Z3
+    MESSAGE("skipped: built without Z3");
+#else
+    Prover& prover = shared_prover();
+    for (const Rule& rule : rules) {
+        const ProofResult result = prover.prove(rule);
+        CHECK_MESSAGE(result.status == ProofStatus::proved, rule.name << ": " << result.detail);
+        CHECK_MESSAGE(prover.prove(with_sigmoid_conclusion(rule)).status == ProofStatus::unknown, rule.name);
+    }
+#endif
+}
+
+TEST_CASE("prover: false rules with tensor constants are never proved, and the numeric check tells them apart") {
+    const std::vector<Rule> rules = parse(false_constant_rules);
+    REQUIRE(rules.size() == 4);
+    // The last changes the output's shape, so it never applies; the others apply and differ.
+    const std::vector<std::string_view> instances = {"x=(1,4,5,5)", "x=(1,4,5,5)", "x=(2,3)", "x=(1,4,6,6)"};
+    for (std::size_t i = 0; i < rules.size(); ++i) {
+        CAPTURE(rules[i].name);
+        const RuleCheckReport numeric = check_rule_numerically(rules[i], parse_rule_instances(rules[i], instances[i]));
+        const bool applies = i + 1 < rules.size();
+        CHECK(numeric.instances_checked == (applies ? 1U : 0U));
+        CHECK(numeric.instances_not_applicable == (applies ? 0U : 1U));
+        if (applies) CHECK_FALSE(numeric.equal);
+    }
+#ifndef RLFLOW_HAS_Z3
+    MESSAGE("skipped: built without Z3");
+#else
+    Prover& prover = shared_prover();
+    Prover searching(builtin_axioms(), ProverOptions{2000, 1, 150});
+    for (const Rule& rule : rules) {
+        CAPTURE(rule.name);
+        CHECK(prover.prove(rule).status != ProofStatus::proved);
+        CHECK(searching.prove(rule).status != ProofStatus::proved);
     }
 #endif
 }

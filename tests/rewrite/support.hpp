@@ -43,6 +43,18 @@ inline NodeId conv(Graph& g, TensorRef x, std::int64_t out_channels, std::int64_
     return g.add_node(OpKind::Conv2D, inputs, {{"pads", std::vector<std::int64_t>{pad, pad, pad, pad}}}, name);
 }
 
+/// x -> 3x3 average pool (stride 1, pads 1, count_include_pad, PyTorch's) -> y.
+inline Graph average_pool_graph(const Shape& x_shape) {
+    Graph g;
+    const TensorRef x{g.add_input("x", f32(x_shape)), 0};
+    Attributes a;
+    a.set("kernel_shape", std::vector<std::int64_t>{3, 3});
+    a.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
+    a.set("count_include_pad", std::int64_t{1});
+    g.add_output({g.add_node(OpKind::AveragePool, {x}, a, "pool"), 0}, "y");
+    return g;
+}
+
 /// The node of `g` named `name`; fails the test if there is none.
 inline NodeId node_named(const Graph& g, std::string_view name) {
     for (const Node& n : g.nodes())

@@ -57,6 +57,9 @@ inline nlohmann::json generator_report_json(const rewrite::GeneratorReport& r, c
             {"pruned_common_supergraph", r.pruned_common_supergraph},
             {"pruned_renaming", r.pruned_renaming},
             {"pruned_subsumed", r.pruned_subsumed},
+            {"pruned_redundant", r.pruned_redundant},
+            {"pruned_constant_as_variable", r.pruned_constant_as_variable},
+            {"pruned_constant_shape", r.pruned_constant_shape},
             {"rules_after_pruning", r.proved + r.tested + r.rejected},
             {"proved", r.proved},
             {"tested", r.tested},
@@ -91,9 +94,10 @@ inline void generate_command(RulesOptions o) {
     std::printf("enumerated %zu states, %zu graphs (%zu inexact) in %.1f s\n", r.states, r.graphs, r.inexact,
                 r.enumerate_seconds);
     std::printf("%zu classes, %zu candidates; pruned %zu disconnected, %zu common subgraph, %zu common supergraph, "
-                "%zu renaming, %zu subsumed (%.1f s)\n",
+                "%zu renaming, %zu subsumed, %zu with no-ops, %zu constants as variables, %zu unshaped (%.1f s)\n",
                 r.classes, r.candidates, r.pruned_disconnected, r.pruned_common_subgraph, r.pruned_common_supergraph,
-                r.pruned_renaming, r.pruned_subsumed, r.pair_seconds);
+                r.pruned_renaming, r.pruned_subsumed, r.pruned_redundant, r.pruned_constant_as_variable,
+                r.pruned_constant_shape, r.pair_seconds);
     std::printf("verified: %zu proved, %zu tested, %zu rejected (%.1f s; median Z3 %.3f s)\n", r.proved, r.tested,
                 r.rejected, r.verify_seconds, median(r.proof_seconds));
     std::printf("wrote %zu rules to %s\n", generated.rules.size(), o.output.c_str());

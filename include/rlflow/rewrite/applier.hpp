@@ -50,8 +50,7 @@ inline void bind_symbols(const Rule& rule, const Graph& graph, const Location& l
     for (std::size_t i = 0; i < rule.target.size(); ++i) {
         const PatternNode& p = rule.target[i];
         if (p.op == OpKind::Constant) {
-            const auto value = static_cast<float>(std::get<double>(*instance.attributes[i].find("value")));
-            created.push_back(graph.add_constant({}, Tensor::from_floats(Shape{}, {value})));
+            created.push_back(graph.add_constant({}, constant_value(instance.attributes[i])));
             continue;
         }
         std::vector<TensorRef> inputs;

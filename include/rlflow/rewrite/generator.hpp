@@ -36,6 +36,7 @@
 #include <optional>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -85,6 +86,14 @@ struct GeneratorReport {
     std::size_t pruned_common_supergraph = 0;
     std::size_t pruned_renaming = 0;
     std::size_t pruned_subsumed = 0;
+    /// Candidates whose constants could be any tensors (a law about variables).
+    std::size_t pruned_constant_as_variable = 0;
+    /// Candidates holding a no-op (two equal tensors): in the target, where a smaller target
+    /// says the same; or in the source when the target is no smaller (removing the no-op,
+    /// a smaller rule, then a rule of the smaller source says the same).
+    std::size_t pruned_redundant = 0;
+    /// Candidates with a constant shape or group count no variable of the rule gives.
+    std::size_t pruned_constant_shape = 0;
     std::size_t proved = 0;
     std::size_t tested = 0;
     std::size_t rejected = 0;
@@ -139,7 +148,7 @@ inline void parallel_for(std::size_t count, unsigned jobs, const std::function<v
 }
 
 /// Graphs of no nodes whose outputs are one variable, or two (up to max_outputs): the
-/// targets of rules that cancel ops.
+/// targets of rules that cancel ops. Constants are left out.
 inline void add_variable_graphs(const GeneratorSpace& space, const GeneratorOptions& o, std::vector<GenGraph>& graphs) {
     Fingerprinter fingerprint(o.seed);
     const auto values = variable_values(space, o.seed, 0, o.value_bound);
@@ -147,13 +156,14 @@ inline void add_variable_graphs(const GeneratorSpace& space, const GeneratorOpti
     for (const ExactTensor& v : values) fps.push_back(fingerprint(v));
     const auto variables = static_cast<std::uint16_t>(space.variables.size());
     for (std::uint16_t v = 0; v < variables; ++v) {
+        if (space.variables[v].is_constant()) continue;  // a rule's target cannot be a bare constant
         GenGraph one;
         one.outputs = {v};
         one.key = {0, v};
         one.fingerprint = graph_fingerprint(std::array{fps[v]});
         graphs.push_back(std::move(one));
         for (std::uint16_t u = 0; u < variables && o.max_outputs >= 2; ++u) {
-            if (u == v || fps[u] >= fps[v]) continue;  // each pair once, outputs in fingerprint order
+            if (u == v || fps[u] >= fps[v] || space.variables[u].is_constant()) continue;  // each pair once, in fingerprint order
             GenGraph two;
             two.outputs = {u, v};
             two.key = {1, (std::uint64_t{u} << 16) | v};
@@ -260,20 +270,156 @@ struct Evaluated {
     return classes;
 }
 
+/// How many times `d` occurs among the dims of `s`.
+[[nodiscard]] inline int dim_count(const Shape& s, std::int64_t d) {
+    const auto dims = s.dims();
+    return static_cast<int>(std::count(dims.begin(), dims.end(), d));
+}
+
+/// Numbers of a generated rule that must grow with its tensors, as terms over its
+/// variables' dims; numbers no shape variant changes (kernel sizes) stay literal. A number
+/// is taken, in order of preference, from a variable holding it at one axis only (then
+/// the term says what the number is: matmul(x, eye) with x (2,4) sizes the identity by
+/// x's columns), from a variable of the same rank at the same axis, or from the first
+/// variable holding it. Used for the shapes of constants and the group counts of grouped
+/// convolutions.
+struct RuleDims {
+    /// The rule's variables, by rule variable index.
+    std::vector<const GeneratorVariable*> variables;
+    /// Dims some shape variant changes.
+    std::set<std::int64_t> varying;
+
+    /// `d` (found at `axis` of a rank-`rank` tensor) as a term divided by `divisor`;
+    /// a literal if no variant changes it; nullopt if no variable has it.
+    [[nodiscard]] std::optional<IntTerm> term(std::int64_t d, int rank, int axis, std::int64_t divisor = 1) const {
+        if (!varying.contains(d)) return IntTerm::literal(d / divisor);
+        const auto find = [&](auto&& accept) -> std::optional<IntTerm> {
+            for (std::uint32_t v = 0; v < variables.size(); ++v)
+                for (int a = 0; a < variables[v]->type.shape.rank(); ++a)
+                    if (variables[v]->type.shape[a] == d && accept(variables[v]->type.shape, a)) {
+                        IntTerm t = IntTerm::dim(PatternRef::variable(v), a);
+                        t.divisor = divisor;
+                        return t;
+                    }
+            return std::nullopt;
+        };
+        if (auto t = find([&](const Shape& s, int) { return dim_count(s, d) == 1; })) return t;
+        if (auto t = find([&](const Shape& s, int a) { return s.rank() == rank && a == axis; })) return t;
+        return find([](const Shape&, int) { return true; });
+    }
+
+    /// How ambiguous the terms of a rule reading `constants` are: per varying dim of each
+    /// constant, the variables' other axes holding the same number. Among rules equal up
+    /// to renaming, the least ambiguous is kept.
+    [[nodiscard]] int ambiguity(const std::vector<const GeneratorVariable*>& constants) const {
+        int score = 0;
+        for (const GeneratorVariable* c : constants)
+            for (const std::int64_t d : c->type.shape.dims()) {
+                if (!varying.contains(d)) continue;
+                int holders = 0;
+                for (const GeneratorVariable* v : variables) holders += dim_count(v->type.shape, d);
+                score += std::max(0, holders - 1);
+            }
+        return score;
+    }
+
+    /// The Constant node for generator constant `c` labelled `label`; nullopt if a dim of
+    /// its shape has no term.
+    [[nodiscard]] std::optional<PatternNode> constant_node(const GeneratorVariable& c, std::string label) const {
+        PatternNode n;
+        n.op = OpKind::Constant;
+        n.label = std::move(label);
+        const int rank = c.type.shape.rank();
+        std::vector<IntTerm> dims;
+        for (int axis = 0; axis < rank; ++axis) {
+            const auto t = term(c.type.shape[axis], rank, axis);
+            if (!t) return std::nullopt;
+            dims.push_back(*t);
+        }
+        // An identity the generator saw square stays square: its two channel dims are one
+        // term (a non-square "identity" is another tensor, which no check has seen).
+        if (c.constant->fill == ConstantFill::identity && c.type.shape[0] == c.type.shape[1]) dims[1] = dims[0];
+        n.attributes.push_back({"value", AttrExpr::of(c.constant->rule_value())});
+        n.attributes.push_back({"shape", AttrExpr::of_ints(std::move(dims))});
+        n.attributes.push_back({"fill", AttrExpr::of(std::string(constant_fill_name(c.constant->fill)))});
+        return n;
+    }
+};
+
+/// The RuleDims of the rule with source `a`: its variables in order of first use.
+[[nodiscard]] inline RuleDims rule_dims(const GenGraph& a, const GeneratorSpace& space, const GeneratorOptions& o) {
+    RuleDims dims;
+    for (const auto& variant : o.shape_variants)
+        for (const auto& [from, to] : variant)
+            if (from != to) dims.varying.insert(from);
+    std::set<std::uint16_t> seen;
+    for (const GenNode& n : a.nodes)
+        for (const std::uint16_t t : n.inputs)
+            if (t != no_tensor && t < space.variables.size() && !space.variables[t].is_constant() && seen.insert(t).second)
+                dims.variables.push_back(&space.variables[t]);
+    return dims;
+}
+
+/// The constants graphs `a` and `b` read.
+[[nodiscard]] inline std::vector<const GeneratorVariable*> constants_read(const GenGraph& a, const GenGraph& b,
+                                                                          const GeneratorSpace& space) {
+    std::set<std::uint16_t> used;
+    for (const GenGraph* g : {&a, &b})
+        for (const GenNode& n : g->nodes)
+            for (const std::uint16_t t : n.inputs)
+                if (t != no_tensor && t < space.variables.size() && space.variables[t].is_constant()) used.insert(t);
+    std::vector<const GeneratorVariable*> out;
+    for (const std::uint16_t t : used) out.push_back(&space.variables[t]);
+    return out;
+}
+
+/// Whether a -> b reads the same constants on both sides and its sides agree exactly on
+/// every input set with those constants given random values instead.
+[[nodiscard]] inline bool variable_law(const GenGraph& a, const GenGraph& b, OpApplier& applier,
+                                       const GeneratorOptions& o) {
+    const GeneratorSpace& space = applier.space();
+    const auto read = [&](const GenGraph& g) {
+        std::set<std::uint16_t> used;
+        for (const GenNode& n : g.nodes)
+            for (const std::uint16_t t : n.inputs)
+                if (t != no_tensor && t < space.variables.size() && space.variables[t].is_constant()) used.insert(t);
+        return used;
+    };
+    const std::set<std::uint16_t> constants = read(a);
+    if (constants.empty() || constants != read(b)) return false;
+    std::vector<std::vector<ExactTensor>> sets;
+    for (std::size_t s = 0; s < std::max<std::size_t>(1, o.exact_trials); ++s) {
+        sets.push_back(variable_values(space, o.seed, s, o.value_bound));
+        for (const std::uint16_t t : constants) {
+            Rng rng = Rng(o.seed).fork(mix64(s + 1) ^ hash_bytes(space.variables[t].name) ^ constant_salt);
+            sets.back()[t] = random_exact_tensor(space.variables[t].type.shape, rng, o.value_bound);
+        }
+    }
+    try {
+        return evaluate_outputs(a, applier, sets).outputs == evaluate_outputs(b, applier, sets).outputs;
+    } catch (const exact_error&) {
+        return false;
+    }
+}
+
 /// A candidate rule: source and target graph indices, and its canonical text.
 struct Candidate {
     std::size_t source;
     std::size_t target;
     std::string text;
+    /// RuleDims::ambiguity of its constants' shapes.
+    int ambiguity = 0;
 };
 
 /// The candidate rules of `classes` that survive pruning, sorted by canonical text (one
-/// per text), with the pruning counts in `report`. Pruning, in order: disconnected
-/// sources, common subgraphs, common supergraphs, renamings, and instances of a more
-/// general kept rule (two of its variables made one).
+/// per text), with the pruning counts in `report`. Pruning, in order: sides holding a
+/// no-op (GeneratorReport::pruned_redundant), disconnected sources, common subgraphs, common supergraphs,
+/// renamings, rules whose constants could be any tensors (variable_law), and instances of
+/// a more general kept rule (two of its variables made one, or a variable made a constant).
 [[nodiscard]] inline std::vector<Candidate> prune_candidates(const std::vector<GenGraph>& graphs,
                                                              const std::vector<std::vector<std::size_t>>& classes,
-                                                             const GeneratorSpace& space, GeneratorReport& report) {
+                                                             const GeneratorSpace& space, const GeneratorOptions& o,
+                                                             GeneratorReport& report) {
     const std::size_t variables = space.variables.size();
     std::map<std::string, Candidate> kept;
     for (const auto& members : classes) {
@@ -285,11 +431,13 @@ struct Candidate {
                 const GenGraph& source = graphs[a];
                 const GenGraph& target = graphs[b];
                 if (a == b || source.nodes.empty() || (identity && !target.nodes.empty())) continue;
-                const auto read = variables_used(source, variables);
-                const auto written = variables_used(target, variables);
+                const auto read = variables_used(source, space);
+                const auto written = variables_used(target, space);
                 if (!std::includes(read.begin(), read.end(), written.begin(), written.end())) continue;
                 ++report.candidates;
-                if (!connected(source, variables)) {
+                if (target.redundant || (source.redundant && target.nodes.size() >= source.nodes.size())) {
+                    ++report.pruned_redundant;
+                } else if (!connected(source, variables)) {
                     ++report.pruned_disconnected;
                 } else if (shares_leaf_op(source, target, variables)) {
                     ++report.pruned_common_subgraph;
@@ -297,11 +445,24 @@ struct Candidate {
                     ++report.pruned_common_supergraph;
                 } else {
                     std::string text = canonical_rule_text(source, target, variables, space);
-                    if (kept.contains(text)) ++report.pruned_renaming;
-                    else kept.emplace(text, Candidate{a, b, text});
+                    const int ambiguity = rule_dims(source, space, o).ambiguity(constants_read(source, target, space));
+                    const auto [it, fresh] = kept.try_emplace(text, Candidate{a, b, text, ambiguity});
+                    if (!fresh) {
+                        ++report.pruned_renaming;  // of the renamings, the one whose constants are sized best stays
+                        if (ambiguity < it->second.ambiguity) it->second = Candidate{a, b, text, ambiguity};
+                    }
                 }
             }
     }
+    // A rule whose constants stay as they are and whose sides still agree when the constants
+    // take random values is a law about variables, not about the constants.
+    OpApplier applier(space);
+    std::erase_if(kept, [&](const auto& entry) {
+        const Candidate& c = entry.second;
+        if (!variable_law(graphs[c.source], graphs[c.target], applier, o)) return false;
+        ++report.pruned_constant_as_variable;
+        return true;
+    });
     // Subsumption: a rule that is another with two variables made one says nothing new.
     std::set<std::string> instances;
     for (const auto& [text, c] : kept)
@@ -327,24 +488,48 @@ struct Candidate {
     return order;
 }
 
-/// Builds one side of a generated rule; `ref_of` maps the graph's tensors to pattern refs
-/// and is extended with the side's node outputs.
-inline std::vector<PatternNode> pattern_side(const GenGraph& g, OpApplier& applier, const std::string& label_prefix,
-                                             std::map<std::uint16_t, PatternRef>& ref_of) {
+/// Builds one side of a generated rule: a Constant node per constant it reads (first),
+/// then its op nodes, a grouped convolution's group as channels / kernel input channels.
+/// `ref_of` maps the graph's tensors to pattern refs and is extended with the side's node
+/// outputs. nullopt if a constant or a group count has no term.
+[[nodiscard]] inline std::optional<std::vector<PatternNode>> pattern_side(const GenGraph& g, OpApplier& applier,
+                                                                          const std::string& label_prefix,
+                                                                          std::map<std::uint16_t, PatternRef>& ref_of,
+                                                                          const RuleDims& dims) {
+    const GeneratorSpace& space = applier.space();
     std::vector<const Applied*> applied;
-    (void)tensor_type_ids(g, applier, &applied);
+    const std::vector<std::uint32_t> types = tensor_type_ids(g, applier, &applied);
     std::vector<PatternNode> nodes;
-    std::uint16_t tensor = static_cast<std::uint16_t>(applier.space().variables.size());
+    const auto label = [&] { return label_prefix + std::to_string(nodes.size()); };
+    for (const GenNode& n : g.nodes)
+        for (const std::uint16_t t : n.inputs)
+            if (t != no_tensor && t < space.variables.size() && space.variables[t].is_constant() && !ref_of.contains(t)) {
+                auto constant = dims.constant_node(space.variables[t], label());
+                if (!constant) return std::nullopt;
+                ref_of[t] = PatternRef::node(static_cast<std::uint32_t>(nodes.size()));
+                nodes.push_back(std::move(*constant));
+            }
+    auto tensor = static_cast<std::uint16_t>(space.variables.size());
     for (std::size_t i = 0; i < g.nodes.size(); ++i) {
         PatternNode n;
-        n.op = applier.space().ops[g.nodes[i].op].op;
-        n.label = label_prefix + std::to_string(i);
+        n.op = space.ops[g.nodes[i].op].op;
+        n.label = label();
         n.num_outputs = g.nodes[i].num_outputs;
         for (const std::uint16_t t : g.nodes[i].inputs)
             if (t != no_tensor) n.inputs.push_back(ref_of.at(t));
-        for (const auto& [name, value] : applied[i]->attributes) n.attributes.push_back({name, AttrExpr::of(value)});
+        for (const auto& [name, value] : applied[i]->attributes) {
+            const auto* group = std::get_if<std::int64_t>(&value);
+            if (n.op != OpKind::Conv2D || name != "group" || *group == 1) {
+                n.attributes.push_back({name, AttrExpr::of(value)});
+                continue;
+            }
+            const std::int64_t channels = applier.types().type(types[g.nodes[i].inputs[0]]).shape[1];
+            const auto t = dims.term(channels, 4, 1, channels / *group);
+            if (!t) return std::nullopt;
+            n.attributes.push_back({name, AttrExpr::of_integer(*t)});
+        }
         for (std::uint32_t k = 0; k < n.num_outputs; ++k)
-            ref_of[tensor++] = PatternRef::node(static_cast<std::uint32_t>(i), k);
+            ref_of[tensor++] = PatternRef::node(static_cast<std::uint32_t>(nodes.size()), k);
         nodes.push_back(std::move(n));
     }
     return nodes;
@@ -389,9 +574,9 @@ inline void generalize_split_sizes(Rule& rule) {
 }
 
 /// The rule `name` of candidate `c`: variables named after the space's, in order of first
-/// use in the canonical text.
-[[nodiscard]] inline Rule candidate_rule(const std::vector<GenGraph>& graphs, const Candidate& c,
-                                         OpApplier& applier, std::string name) {
+/// use in the canonical text; nullopt if a constant of it cannot be shaped.
+[[nodiscard]] inline std::optional<Rule> candidate_rule(const std::vector<GenGraph>& graphs, const Candidate& c,
+                                                        OpApplier& applier, const GeneratorOptions& o, std::string name) {
     const GeneratorSpace& space = applier.space();
     const GenGraph& a = graphs[c.source];
     const GenGraph& b = graphs[c.target];
@@ -399,23 +584,23 @@ inline void generalize_split_sizes(Rule& rule) {
     Rule rule;
     rule.name = std::move(name);
     std::map<std::uint16_t, PatternRef> source_refs, target_refs;
-    const auto note_variables = [&](const GenGraph& g) {
-        for (const GenNode& n : g.nodes)
-            for (const std::uint16_t t : n.inputs)
-                if (t != no_tensor && t < space.variables.size() && !source_refs.contains(t)) {
-                    source_refs[t] = PatternRef::variable(static_cast<std::uint32_t>(rule.variables.size()));
-                    rule.variables.push_back(space.variables[t].name);
-                }
-    };
-    note_variables(a);
+    const RuleDims dims = rule_dims(a, space, o);
+    for (const GeneratorVariable* v : dims.variables) {
+        const auto t = static_cast<std::uint16_t>(v - space.variables.data());
+        source_refs[t] = PatternRef::variable(static_cast<std::uint32_t>(rule.variables.size()));
+        rule.variables.push_back(v->name);
+    }
     target_refs = source_refs;
     // Rules about a scalar hold for tensors with one element only (a scalar times a conv is
     // a conv of a scaled kernel; an elementwise product is not).
     for (const auto& [t, ref] : source_refs)
         if (space.variables[t].role == TensorRole::scalar)
             rule.constraints.push_back({Constraint::Kind::is_scalar, {ref}, {}, 0});
-    rule.source = pattern_side(a, applier, "src", source_refs);
-    rule.target = pattern_side(b, applier, "dst", target_refs);
+    auto source = pattern_side(a, applier, "src", source_refs, dims);
+    auto target = pattern_side(b, applier, "dst", target_refs, dims);
+    if (!source || !target) return std::nullopt;
+    rule.source = std::move(*source);
+    rule.target = std::move(*target);
     for (const std::size_t i : order) rule.outputs.push_back({source_refs.at(a.outputs[i]), target_refs.at(b.outputs[i])});
     generalize_split_sizes(rule);
     validate_rule(rule);
@@ -518,11 +703,15 @@ inline void verify_rules(std::vector<Rule>& rules, const GeneratorSpace& space, 
     start = detail::Clock::now();
     const auto classes = detail::equal_classes(graphs, space, options);
     out.report.classes = classes.size();
-    const std::vector<detail::Candidate> candidates = detail::prune_candidates(graphs, classes, space, out.report);
+    const std::vector<detail::Candidate> candidates = detail::prune_candidates(graphs, classes, space, options, out.report);
     detail::OpApplier applier(space);
     std::vector<Rule> rules;
-    for (std::size_t i = 0; i < candidates.size(); ++i)
-        rules.push_back(detail::candidate_rule(graphs, candidates[i], applier, detail::generated_rule_name(i)));
+    for (const detail::Candidate& c : candidates) {
+        if (auto rule = detail::candidate_rule(graphs, c, applier, options, detail::generated_rule_name(rules.size())))
+            rules.push_back(std::move(*rule));
+        else
+            ++out.report.pruned_constant_shape;
+    }
     if (options.on_progress) options.on_progress({"pair", 1, 1});
     out.report.pair_seconds = detail::seconds_since(start);
     start = detail::Clock::now();

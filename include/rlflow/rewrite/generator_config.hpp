@@ -12,6 +12,7 @@
 #include <rlflow/core/error.hpp>
 #include <rlflow/core/op_kind.hpp>
 #include <rlflow/core/shape.hpp>
+#include <rlflow/rewrite/constant_tensor.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -50,11 +51,34 @@ struct GeneratorOp {
     RoleSignature roles;
 };
 
-/// One input variable.
+/// The fixed value of a generator constant: `fill` (constant_tensor.hpp) with the value
+/// numerator / 210^exponent, which the exact evaluator holds exactly (1/9 = 4900 / 210^2).
+struct GeneratorConstant {
+    ConstantFill fill = ConstantFill::uniform;
+    std::int64_t numerator = 1;
+    std::int64_t exponent = 0;
+    /// The value as a rule writes it: rounded to float32 first, so that the float32 tensor
+    /// a rewrite builds reads back as the same value when a rule matches it.
+    [[nodiscard]] double rule_value() const {
+        double v = static_cast<double>(numerator);
+        for (std::int64_t e = 0; e < exponent; ++e) v /= 210.0;
+        return static_cast<double>(static_cast<float>(v));
+    }
+};
+
+/// One leaf of the generated graphs: an input variable, or a constant (TASO's identity
+/// kernel, pooling kernel, identity matrix and ones), which becomes a Constant node of the
+/// rule rather than a rule variable, with its shape given by the rule's variables' dims.
 struct GeneratorVariable {
     std::string name;
     TensorType type;
     TensorRole role = TensorRole::data;
+    std::optional<GeneratorConstant> constant;
+    /// The names of the ops that may read it (empty: any). Constants are read only where
+    /// their law lives (an identity kernel by convolutions and adds, ones by products), or
+    /// every rule of the space would come again with a constant in a variable's place.
+    std::vector<std::string> readers;
+    [[nodiscard]] bool is_constant() const noexcept { return constant.has_value(); }
 };
 
 /// The generator's search space.
@@ -89,13 +113,15 @@ inline AttributeBuilder conv_builder(std::int64_t stride, Activation activation)
     };
 }
 
-/// A 3x3 pool at stride 1 with SAME padding.
-inline AttributeBuilder pool_builder() {
-    return [](std::span<const TensorType> in) -> std::optional<Attributes> {
+/// A 3x3 pool at stride 1 with SAME padding; an average pool divides by 9 everywhere
+/// (count_include_pad, PyTorch's default and the convolution with a pooling kernel).
+inline AttributeBuilder pool_builder(bool average) {
+    return [=](std::span<const TensorType> in) -> std::optional<Attributes> {
         if (in[0].shape.rank() != 4) return std::nullopt;
         Attributes a;
         a.set("kernel_shape", std::vector<std::int64_t>{3, 3});
         a.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
+        if (average) a.set("count_include_pad", std::int64_t{1});
         return a;
     };
 }
@@ -169,7 +195,8 @@ inline AttributeBuilder no_attributes() {
 
 /// TASO's generator inputs (REFERENCE.md), two variables of each kind: matrices (2,4),
 /// square weights (4,4), images (2,4,5,5), conv kernels 3x3, 1x1, 1x3, 3x1 and a
-/// depthwise 3x3 (4,1,3,3), and a scalar (shape {1}).
+/// depthwise 3x3 (4,1,3,3), and a scalar (shape {1}); and TASO's constants: a 3x3 identity
+/// kernel, a depthwise 3x3 average-pooling kernel, an identity matrix and ones.
 [[nodiscard]] inline GeneratorSpace default_generator_space() {
     using detail::float_tensor;
     GeneratorSpace space;
@@ -185,6 +212,17 @@ inline AttributeBuilder no_attributes() {
     add("v", {4, 4, 3, 1}, 1, TensorRole::weight);
     add("d", {4, 1, 3, 3}, 1, TensorRole::weight);
     add("s", {1}, 1, TensorRole::scalar);
+    const auto constant = [&](const std::string& name, Shape shape, TensorRole role, GeneratorConstant value,
+                              std::vector<std::string> readers) {
+        space.variables.push_back({name, float_tensor(std::move(shape)), role, value, std::move(readers)});
+    };
+    // TASO's constant laws: conv(x, identity kernel) = x and conv(x, pooling kernel) =
+    // avgpool(x) (stride 1, no activation), matmul(x, I) = x, x * ones = x; and the adds
+    // that fold an identity into a kernel or a matrix (conv(x, k) + x = conv(x, k + I)).
+    constant("eye_kernel", {4, 4, 3, 3}, TensorRole::weight, {ConstantFill::identity, 1, 0}, {"conv_s1", "add"});
+    constant("pool_kernel", {4, 1, 3, 3}, TensorRole::weight, {ConstantFill::uniform, 4900, 2}, {"conv_s1"});  // 1/9
+    constant("eye", {4, 4}, TensorRole::weight, {ConstantFill::identity, 1, 0}, {"matmul", "add"});
+    constant("ones", {2, 4}, TensorRole::data, {ConstantFill::uniform, 1, 0}, {"mul"});
     using detail::conv_builder;
     using Slot = RoleSignature::Slot;
     const RoleSignature unary{{Slot::same}}, binary{{Slot::same, Slot::same}}, on_data{{Slot::data}},
@@ -206,8 +244,8 @@ inline AttributeBuilder no_attributes() {
         {"split1", OpKind::Split, 1, detail::halves_builder(1), unary},
         {"transpose", OpKind::Transpose, 1, detail::transpose_2d_builder(), unary},
         {"enlarge", OpKind::Enlarge, 1, detail::enlarge_builder(), on_weight},
-        {"avgpool", OpKind::AveragePool, 1, detail::pool_builder(), on_data},
-        {"maxpool", OpKind::MaxPool, 1, detail::pool_builder(), on_data},
+        {"avgpool", OpKind::AveragePool, 1, detail::pool_builder(true), on_data},
+        {"maxpool", OpKind::MaxPool, 1, detail::pool_builder(false), on_data},
     };
     return space;
 }

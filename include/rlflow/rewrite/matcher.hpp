@@ -145,6 +145,7 @@ private:
         const PatternNode& p = m_rule->source[q];
         const Node& n = m_graph.node(id);
         if (n.op != p.op || n.outputs.size() != p.num_outputs || n.inputs.size() != p.inputs.size()) return;
+        if (!detail::constant_kind_fits(p, n)) return;
         if (m_location.contains(id) || (m_pending[q].valid() && m_pending[q] != id)) return;
         const std::size_t mark = m_trail.size();
         if (bind_attributes(p, n)) {

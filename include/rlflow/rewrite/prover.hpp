@@ -15,8 +15,12 @@
 /// normalisation always erases, excepted): Int as Int, Ints as a list, Float and String as
 /// constants of uninterpreted sorts, one per distinct value, pairwise distinct. A symbol
 /// means "normalise the attributes as the graph does, then compute", so a target attribute
-/// such as `axis=rank(x)-1` denotes the node the applier builds. A Constant is a rank-0
-/// tensor, which is why a source Constant must carry `require rank_equals(c, 0)`.
+/// such as `axis=rank(x)-1` denotes the node the applier builds. A scalar Constant (no
+/// `shape`) is a rank-0 tensor taking its value, which is why a source one must carry
+/// `require rank_equals(c, 0)` (it matches any one-element constant). A tensor Constant
+/// (`shape` and `fill`) is a symbol of its own taking value, shape and fill: a source one
+/// matches exactly the graph constants it denotes (constant_tensor.hpp), so it needs no
+/// such requirement; it is defined where its fill fits its shape, and has that shape.
 ///
 /// **A rule** reads: for all variables, symbols and source attributes, if every source node
 /// output is defined, the constraints hold and every attribute expression can be evaluated
@@ -34,9 +38,11 @@
 ///
 /// **Shape facts** per op (one table keyed by OpKind): under defined(t), what shape
 /// inference guarantees about t's rank and some dims (a Conv's output channels are its
-/// weight's dim 0, a Split part's axis dim is its size, ...). They are checked against shape
-/// inference on every distinct node of the axioms' instances (one Z3 query per op over the
-/// concrete shapes) and used only for ops so checked.
+/// weight's dim 0, a Split part's axis dim is its size, an Add of equal ranks broadcasts dim
+/// by dim, a tensor Constant has its `shape`, ...; a tensor Constant is also defined where
+/// its fill fits). They are checked against shape inference on every distinct node of the
+/// axioms' instances (one Z3 query per op over the concrete shapes; a graph Constant is read
+/// through pattern_view) and used only for ops so checked.
 ///
 /// **A goal** (the rule to prove) is asserted as premises over constants: its variables,
 /// source and target outputs are defined (a location exists only where the target
@@ -55,6 +61,8 @@
 /// and prove() answers `unknown`.
 
 #include <rlflow/rewrite/builtin_rules.hpp>
+#include <rlflow/rewrite/constant_tensor.hpp>
+#include <rlflow/rewrite/detail/prover_constants.hpp>
 #include <rlflow/rewrite/rule_check.hpp>
 #include <rlflow/rewrite/rule_text.hpp>
 
@@ -829,7 +837,7 @@ end
     for (const std::string_view part : {elementwise_axioms, scalar_axioms, relu_axioms, conv_axioms, enlarge_axioms,
                                         matmul_axioms, movement_axioms})
         text += part;
-    return text;
+    return text + constant_axioms_text();
 }
 
 // Instances the axioms are validated on: shapes and attribute values of the kinds real
@@ -961,6 +969,15 @@ x=(2,4,7,7) w=(4,2,1,3) s=() $k=[1,3] $st=[2,2] $p=[0,1,0,1] $d=[2,1] $g=2)"},
     {"transpose_of_mul", "x=(2,3) y=(2,3) $p=[1,0]; x=(2,3,4) y=(2,3,4) $p=[2,0,1]"},
     {"identity_elimination", "x=(2,3); x=()"},
     {"noop_reshape", "x=(2,3) $s=[2,3]; x=(4,) $s=[4]"},
+    {"conv_identity_kernel_1x1", constant_conv_instances},
+    {"conv_identity_kernel_3x3", constant_conv_instances},
+    {"conv_identity_kernel_3x3_depthwise", constant_conv_instances},
+    {"conv_average_pool_kernel", constant_conv_instances},
+    {"matmul_identity_right", matmul_identity_right_instances},
+    {"add_of_single_channel_identity_conv", single_channel_identity_instances},
+    {"matmul_identity_left", matmul_identity_left_instances},
+    {"matmul_identity_left_vector", matmul_identity_left_vector_instances},
+    {"mul_by_ones", mul_by_ones_instances},
 };
 
 /// The spec of the axiom called `name`, if any.
@@ -1001,8 +1018,16 @@ x=(2,4,7,7) w=(4,2,1,3) s=() $k=[1,3] $st=[2,2] $p=[0,1,0,1] $d=[2,1] $g=2)"},
 /// symbol takes them.
 inline constexpr std::pair<OpKind, std::string_view> attributes_erased_by_normalisation[] = {{OpKind::Reshape, "allowzero"}};
 
-/// The attributes an op's function symbol takes, in order (a Constant: its value).
-[[nodiscard]] inline std::vector<AttributeSpec> encoded_attributes(OpKind op) {
+/// Whether pattern node `node` is a tensor Constant (one with a shape and a fill).
+[[nodiscard]] inline bool is_tensor_constant(const PatternNode& node) {
+    return node.op == OpKind::Constant && mentions(node, "shape");
+}
+
+/// The attributes an op's function symbol takes, in order: a scalar Constant its value, a
+/// tensor Constant its value, shape and fill (pattern_attribute_type's types).
+[[nodiscard]] inline std::vector<AttributeSpec> encoded_attributes(OpKind op, bool tensor_constant) {
+    if (op == OpKind::Constant && tensor_constant)
+        return {{"value", AttributeType::Float}, {"shape", AttributeType::Ints}, {"fill", AttributeType::String}};
     if (op == OpKind::Constant) return {{"value", AttributeType::Float}};
     std::vector<AttributeSpec> out;
     for (const AttributeSpec& spec : op_traits(op).attributes) {
@@ -1035,6 +1060,8 @@ struct OpSymbol {
     std::uint32_t arity = 0;
     std::uint32_t output = 0;
     std::uint32_t outputs = 1;
+    /// A tensor Constant, a symbol apart from scalar ones (is_tensor_constant).
+    bool tensor_constant = false;
     friend auto operator<=>(const OpSymbol&, const OpSymbol&) = default;
 };
 
@@ -1078,8 +1105,10 @@ public:
         if (const auto it = m_functions.find(symbol); it != m_functions.end()) return it->second;
         z3::sort_vector domain(m_context);
         for (std::uint32_t i = 0; i < symbol.arity; ++i) domain.push_back(m_tensor);
-        for (const AttributeSpec& a : encoded_attributes(symbol.op)) domain.push_back(*attribute_sort(a.type));
-        std::string name = std::string(op_name(symbol.op)) + "/" + std::to_string(symbol.arity);
+        for (const AttributeSpec& a : encoded_attributes(symbol.op, symbol.tensor_constant))
+            domain.push_back(*attribute_sort(a.type));
+        std::string name = std::string(op_name(symbol.op)) + (symbol.tensor_constant ? "Tensor" : "") + "/"
+                           + std::to_string(symbol.arity);
         if (symbol.outputs != 1) name += "#" + std::to_string(symbol.output) + "of" + std::to_string(symbol.outputs);
         return m_functions.emplace(symbol, m_context.function(name.c_str(), domain, m_tensor)).first->second;
     }
@@ -1164,7 +1193,7 @@ private:
 
 /// An op function symbol applied to arguments: what shape facts talk about.
 struct Application {
-    const Signature& signature;
+    Signature& signature;
     OpSymbol symbol;
     std::vector<z3::expr> inputs;
     std::vector<z3::expr> attributes;
@@ -1172,7 +1201,7 @@ struct Application {
 
     /// The argument of attribute `name` (one of the symbol's encoded attributes).
     [[nodiscard]] const z3::expr& attribute(std::string_view name) const {
-        const std::vector<AttributeSpec> specs = encoded_attributes(symbol.op);
+        const std::vector<AttributeSpec> specs = encoded_attributes(symbol.op, symbol.tensor_constant);
         const auto it = std::find_if(specs.begin(), specs.end(), [&](const AttributeSpec& s) { return s.name == name; });
         RLFLOW_ASSERT(it != specs.end());
         return attributes[static_cast<std::size_t>(it - specs.begin())];
@@ -1185,21 +1214,64 @@ struct Application {
     return z3::ite(axis < 0, axis + rank, axis);
 }
 
-/// Conv2D: rank 4; batch from the input, output channels from the weight.
+/// The most dims that shape facts going dim by dim describe (broadcasting, constant fills).
+inline constexpr int max_spelled_out_rank = 6;
+
+/// Conv2D: rank 4; batch from the input, output channels from the weight, whose spatial
+/// dims are kernel_shape; the input's channels are the weight's times the group (written as
+/// its two linear cases, group 1 and one channel per group); and the weight's shape is the
+/// list of its four dims (so that same_shape can compare it with a constant's shape).
 [[nodiscard]] inline z3::expr conv_shape_facts(const Application& a) {
-    const Signature& s = a.signature;
-    const z3::expr &x = a.inputs[0], &w = a.inputs[1];
-    return s.rank(a.output) == 4 && s.rank(x) == 4 && s.rank(w) == 4 && s.dim(a.output, 0) == s.dim(x, 0)
-           && s.dim(a.output, 1) == s.dim(w, 0);
+    Signature& s = a.signature;
+    const z3::expr &x = a.inputs[0], &w = a.inputs[1], &kernel = a.attribute("kernel_shape"), &group = a.attribute("group");
+    const z3::expr ranks = s.rank(a.output) == 4 && s.rank(x) == 4 && s.rank(w) == 4;
+    const z3::expr channels = s.dim(a.output, 0) == s.dim(x, 0) && s.dim(a.output, 1) == s.dim(w, 0)
+                              && z3::implies(group == 1, s.dim(x, 1) == s.dim(w, 1))
+                              && z3::implies(s.dim(w, 1) == 1, s.dim(x, 1) == group);
+    const z3::expr weight = s.dim(w, 2) == s.element(kernel, 0) && s.dim(w, 3) == s.element(kernel, 1)
+                            && s.shape(w) == s.list({s.dim(w, 0), s.dim(w, 1), s.dim(w, 2), s.dim(w, 3)});
+    return ranks && channels && weight;
 }
 
-/// MatMul with a matrix on the right keeps the left operand's rank and takes the right
-/// operand's columns as its last dim.
+/// MatMul with a matrix on the right keeps the left operand's rank, contracts the left
+/// operand's last dim with the matrix's rows and takes the matrix's columns as its last dim;
+/// with a matrix on the left (and no vector on the right), the same mirrored. A matrix's
+/// shape is the list of its two dims (so that same_shape can compare it with a constant's).
 [[nodiscard]] inline z3::expr matmul_shape_facts(const Application& a) {
-    const Signature& s = a.signature;
-    const z3::expr &x = a.inputs[0], &y = a.inputs[1];
-    return s.rank(x) >= 1 && s.rank(y) >= 1
-           && z3::implies(s.rank(y) == 2, s.rank(a.output) == s.rank(x) && s.dim(a.output, s.rank(x) - 1) == s.dim(y, 1));
+    Signature& s = a.signature;
+    const z3::expr &x = a.inputs[0], &y = a.inputs[1], &out = a.output;
+    const z3::expr x_last = s.rank(x) - 1, y_rows = s.rank(y) - 2;
+    const z3::expr right_matrix = s.rank(out) == s.rank(x) && s.dim(x, x_last) == s.dim(y, 0) && s.dim(out, x_last) == s.dim(y, 1)
+                                  && s.shape(y) == s.list({s.dim(y, 0), s.dim(y, 1)});
+    const z3::expr left_matrix = s.rank(out) == s.rank(y) && s.dim(y, y_rows) == s.dim(x, 1) && s.dim(out, y_rows) == s.dim(x, 0)
+                                 && s.dim(out, y_rows + 1) == s.dim(y, y_rows + 1);
+    return s.rank(x) >= 1 && s.rank(y) >= 1 && z3::implies(s.rank(y) == 2, right_matrix)
+           && z3::implies(s.rank(x) == 2 && s.rank(y) >= 2, left_matrix);
+}
+
+/// A tensor Constant has the shape its `shape` attribute gives.
+[[nodiscard]] inline z3::expr tensor_constant_shape_facts(const Application& a) {
+    return a.signature.shape(a.output) == a.attribute("shape");
+}
+
+/// Where a tensor Constant's fill fits its shape (constant_fill_problem finds nothing): a
+/// known fill; every dim positive; an identity a matrix or a conv kernel with odd spatial
+/// dims. There it is defined. A uniform fill of more than max_spelled_out_rank dims also
+/// fits, but is not said to (the fact is sufficient, not necessary).
+[[nodiscard]] inline z3::expr constant_fill_fits(const Application& a) {
+    Signature& s = a.signature;
+    const z3::expr &shape = a.attribute("shape"), &fill = a.attribute("fill");
+    const auto positive_dims = [&](int rank) {
+        z3::expr holds = s.length(shape) == rank;
+        for (int i = 0; i < rank; ++i) holds = holds && s.element(shape, i) >= 1;
+        return holds;
+    };
+    z3::expr_vector ranks(s.context());
+    for (int rank = 0; rank <= max_spelled_out_rank; ++rank) ranks.push_back(positive_dims(rank));
+    const auto odd = [&](int axis) { return z3::mod(s.element(shape, axis), 2) == 1; };
+    const z3::expr identity_fits = positive_dims(2) || (positive_dims(4) && odd(2) && odd(3));
+    const auto named = [&](ConstantFill f) { return fill == s.literal(std::string(constant_fill_name(f))); };
+    return (named(ConstantFill::uniform) && z3::mk_or(ranks)) || (named(ConstantFill::identity) && identity_fits);
 }
 
 /// Concat: the parts' rank; the axis in range; its dim the sum of the parts'.
@@ -1246,17 +1318,28 @@ struct Application {
     return a.signature.shape(a.output) == a.signature.shape(a.inputs[0]);
 }
 
-/// Binary element-wise ops on equal shapes keep that shape.
+/// Binary element-wise ops on equal shapes keep that shape. On operands of equal rank they
+/// broadcast dim by dim (broadcast_shapes): the dims are equal or one is 1, and the result's
+/// is the first operand's where the second's is 1, else the second's.
 [[nodiscard]] inline z3::expr binary_elementwise_shape_facts(const Application& a) {
     const Signature& s = a.signature;
-    return z3::implies(s.shape(a.inputs[0]) == s.shape(a.inputs[1]), s.shape(a.output) == s.shape(a.inputs[0]));
+    const z3::expr &x = a.inputs[0], &y = a.inputs[1];
+    z3::expr broadcast = s.rank(a.output) == s.rank(x);
+    for (int i = 0; i < max_spelled_out_rank; ++i) {
+        const z3::expr dx = s.dim(x, i), dy = s.dim(y, i);
+        const z3::expr fits = dx == dy || dx == 1 || dy == 1;
+        broadcast = broadcast && z3::implies(i < s.rank(x), fits && s.dim(a.output, i) == z3::ite(dy == 1, dx, dy));
+    }
+    return z3::implies(s.shape(x) == s.shape(y), s.shape(a.output) == s.shape(x)) && z3::implies(s.rank(x) == s.rank(y), broadcast);
 }
 
 using ShapeFacts = z3::expr (*)(const Application&);
 
-/// The shape facts of `op`, or nullptr if it has none: the one table of them, with
-/// element-wise ops found by their traits.
-[[nodiscard]] inline ShapeFacts shape_facts_of(OpKind op) noexcept {
+/// The shape facts of `op` (a tensor Constant if `tensor_constant`), or nullptr if it has
+/// none: the one table of them, with element-wise ops found by their traits. A scalar
+/// Constant has none.
+[[nodiscard]] inline ShapeFacts shape_facts_of(OpKind op, bool tensor_constant) noexcept {
+    if (op == OpKind::Constant) return tensor_constant ? tensor_constant_shape_facts : nullptr;
     constexpr std::pair<OpKind, ShapeFacts> table[] = {
         {OpKind::Conv2D, conv_shape_facts},         {OpKind::MatMul, matmul_shape_facts},
         {OpKind::Concat, concat_shape_facts},       {OpKind::Split, split_shape_facts},
@@ -1271,13 +1354,14 @@ using ShapeFacts = z3::expr (*)(const Application&);
 }
 
 /// `∀ inputs, attributes . defined(f(...)) → every input defined ∧ facts`, triggered by
-/// f(...): ops are strict (⊥ in, ⊥ out), and `facts` (if any) are the op's shape facts.
+/// f(...): ops are strict (⊥ in, ⊥ out), and `facts` (if any) are the op's shape facts. With
+/// its facts, a tensor Constant is also defined where its fill fits its shape.
 [[nodiscard]] inline z3::expr op_axiom(Signature& s, const OpSymbol& symbol, ShapeFacts facts) {
     z3::context& c = s.context();
     std::vector<z3::expr> inputs, attributes;
     z3::expr_vector arguments(c);
     for (std::uint32_t i = 0; i < symbol.arity; ++i) inputs.push_back(c.constant(("input " + std::to_string(i)).c_str(), s.tensor()));
-    for (const AttributeSpec& spec : encoded_attributes(symbol.op))
+    for (const AttributeSpec& spec : encoded_attributes(symbol.op, symbol.tensor_constant))
         attributes.push_back(c.constant(("attribute " + std::string(spec.name)).c_str(), *s.attribute_sort(spec.type)));
     std::vector<z3::expr> bound = inputs;
     bound.insert(bound.end(), attributes.begin(), attributes.end());
@@ -1285,18 +1369,29 @@ using ShapeFacts = z3::expr (*)(const Application&);
     const Application application{s, symbol, inputs, attributes, s.op_function(symbol)(arguments)};
     z3::expr consequence = facts ? facts(application) : c.bool_val(true);
     for (const z3::expr& input : inputs) consequence = consequence && s.defined(input);
-    return forall_with_patterns(bound, {application.output}, z3::implies(s.defined(application.output), consequence));
+    z3::expr body = z3::implies(s.defined(application.output), consequence);
+    if (facts && symbol.tensor_constant) body = body && z3::implies(constant_fill_fits(application), s.defined(application.output));
+    return forall_with_patterns(bound, {application.output}, body);
+}
+
+/// Output `output` of graph node `n` as a symbol: a graph Constant reads as a tensor
+/// Constant (its pattern_view gives value, shape and fill).
+[[nodiscard]] inline OpSymbol graph_symbol(const Node& n, std::uint32_t output) {
+    return {n.op, static_cast<std::uint32_t>(n.inputs.size()), output, static_cast<std::uint32_t>(n.outputs.size()),
+            n.op == OpKind::Constant};
 }
 
 /// Asserts in `solver` what node `n` of `graph` is (its concrete input and output shapes and
-/// attribute values, over constants named after `prefix`) and gives its shape facts; nullopt
-/// if the node holds an attribute value the encoding has no literal for.
+/// attribute values as a pattern sees them, over constants named after `prefix`) and gives
+/// its shape facts, for a Constant with its fill fitting; nullopt if the node holds an
+/// attribute value the encoding has no literal for.
 [[nodiscard]] inline std::optional<z3::expr> concrete_shape_facts(Signature& s, z3::solver& solver, const Graph& graph, const Node& n,
                                                                   const std::string& prefix) {
     z3::context& c = s.context();
     std::vector<z3::expr> inputs, attributes;
-    for (const AttributeSpec& spec : encoded_attributes(n.op)) {
-        const AttributeValue* value = n.attributes.find(spec.name);
+    for (const AttributeSpec& spec : encoded_attributes(n.op, graph_symbol(n, 0).tensor_constant)) {
+        AttributeValue scratch;
+        const AttributeValue* value = pattern_view(n, spec.name, scratch);
         if (!value || !s.attribute_sort(spec.type)) return std::nullopt;
         attributes.push_back(s.literal(*value));
     }
@@ -1310,10 +1405,11 @@ using ShapeFacts = z3::expr (*)(const Application&);
     z3::expr_vector all(c);
     const auto outputs = static_cast<std::uint32_t>(n.outputs.size());
     for (std::uint32_t k = 0; k < outputs; ++k) {
-        const OpSymbol symbol{n.op, static_cast<std::uint32_t>(n.inputs.size()), k, outputs};
+        const OpSymbol symbol = graph_symbol(n, k);
         const Application application{s, symbol, inputs, attributes, s.op_function(symbol)(arguments)};
         solver.add(s.shape(application.output) == s.ints(n.outputs[k].type.shape.dims()) && s.defined(application.output));
-        all.push_back(shape_facts_of(n.op)(application));
+        all.push_back(shape_facts_of(n.op, symbol.tensor_constant)(application));
+        if (symbol.tensor_constant) all.push_back(constant_fill_fits(application));
     }
     return z3::mk_and(all);
 }
@@ -1363,7 +1459,7 @@ struct NodeInGraph {
     for (const auto* side : {&rule.source, &rule.target})
         for (const PatternNode& node : *side) {
             const std::string where = "node '" + node.label + "' (" + std::string(op_name(node.op)) + ")";
-            const std::vector<AttributeSpec> specs = encoded_attributes(node.op);
+            const std::vector<AttributeSpec> specs = encoded_attributes(node.op, is_tensor_constant(node));
             for (const AttributeSpec& spec : specs) {
                 if (!s.attribute_sort(spec.type))
                     return where + ": attributes of type " + std::string(attribute_type_name(spec.type)) + " are not encoded";
@@ -1375,12 +1471,14 @@ struct NodeInGraph {
                     return where + " sets attribute '" + a.name + "', which normalisation erases";
         }
     for (std::uint32_t q = 0; q < rule.source.size(); ++q) {
-        const auto scalar = [&](const Constraint& c) {
+        const auto rank_zero = [&](const Constraint& c) {
             return c.kind == Constraint::Kind::rank_equals && c.value == 0 && c.tensors[0] == PatternRef::node(q);
         };
-        if (rule.source[q].op == OpKind::Constant && std::none_of(rule.constraints.begin(), rule.constraints.end(), scalar))
-            return "source Constant '" + rule.source[q].label + "' may match any one-element constant; require rank_equals("
-                   + rule.source[q].label + ", 0)";
+        const PatternNode& node = rule.source[q];
+        const bool scalar_constant = node.op == OpKind::Constant && !is_tensor_constant(node);
+        if (scalar_constant && std::none_of(rule.constraints.begin(), rule.constraints.end(), rank_zero))
+            return "source Constant '" + node.label + "' may match any one-element constant; require rank_equals(" + node.label
+                   + ", 0)";
     }
     const std::vector<z3::expr> probe(2, s.context().constant("probe", s.tensor()));
     for (const Constraint& c : rule.constraints)
@@ -1468,11 +1566,13 @@ private:
     [[nodiscard]] std::vector<z3::expr> encode_node(const PatternNode& node, PatternSide side) {
         z3::expr_vector arguments(m_context);
         for (const PatternRef& r : node.inputs) arguments.push_back(tensor(r, side));
-        for (const AttributeSpec& spec : encoded_attributes(node.op)) arguments.push_back(attribute_argument(node, spec, side));
+        const bool tensor_constant = is_tensor_constant(node);
+        for (const AttributeSpec& spec : encoded_attributes(node.op, tensor_constant))
+            arguments.push_back(attribute_argument(node, spec, side));
         std::vector<z3::expr> outputs;
         const auto arity = static_cast<std::uint32_t>(node.inputs.size());
         for (std::uint32_t k = 0; k < node.num_outputs; ++k)
-            outputs.push_back(m_signature.op_function({node.op, arity, k, node.num_outputs})(arguments));
+            outputs.push_back(m_signature.op_function({node.op, arity, k, node.num_outputs, tensor_constant})(arguments));
         return outputs;
     }
 
@@ -1670,6 +1770,12 @@ void for_each_tuple(std::size_t count, std::size_t arity, Visit visit) {
     for (const TensorRef& in : n.inputs) key += " " + graph.type(in).to_string();
     for (const NodeOutput& out : n.outputs) key += " -> " + out.type.to_string();
     for (const auto& [name, value] : n.attributes) key += " " + name + "=" + instance_value_text(value);
+    if (n.op == OpKind::Constant)  // its data, as a pattern sees it
+        for (const std::string_view name : {"value", "fill"}) {
+            AttributeValue scratch;
+            if (const AttributeValue* view = pattern_view(n, name, scratch))
+                key += " " + std::string(name) + "=" + instance_value_text(*view);
+        }
     return key;
 }
 
@@ -1704,7 +1810,8 @@ inline void encode_axiom(ProverState& state, const Axiom& axiom, AxiomReport& re
     std::set<std::string> seen;
     for (const Graph& graph : graphs)
         for (const Node& n : graph.nodes())
-            if (shape_facts_of(n.op) && seen.insert(shape_check_key(graph, n)).second) nodes[n.op].push_back({&graph, &n});
+            if (shape_facts_of(n.op, graph_symbol(n, 0).tensor_constant) && seen.insert(shape_check_key(graph, n)).second)
+                nodes[n.op].push_back({&graph, &n});
     std::vector<AxiomReport> reports;
     for (const auto& [op, of_op] : nodes) {
         std::size_t checked = 0;
@@ -1725,7 +1832,8 @@ inline void encode_axiom(ProverState& state, const Axiom& axiom, AxiomReport& re
     for (const OpSymbol& symbol : symbols) {
         auto it = state.op_axioms.find(symbol);
         if (it == state.op_axioms.end()) {
-            const ShapeFacts facts = state.checked_shape_ops.contains(symbol.op) ? shape_facts_of(symbol.op) : nullptr;
+            const ShapeFacts facts
+                = state.checked_shape_ops.contains(symbol.op) ? shape_facts_of(symbol.op, symbol.tensor_constant) : nullptr;
             it = state.op_axioms.emplace(symbol, op_axiom(state.signature, symbol, facts)).first;
         }
         out.push_back(it->second);

@@ -10,6 +10,7 @@
 
 #include <rlflow/core/attributes.hpp>
 #include <rlflow/core/op_traits.hpp>
+#include <rlflow/rewrite/constant_tensor.hpp>
 
 #include <algorithm>
 #include <compare>
@@ -152,8 +153,9 @@ struct AttrExpr {
     }
 };
 
-/// One attribute of a pattern node. A Constant pattern node has the attribute "value"
-/// (a Float scalar): the constant's single element.
+/// One attribute of a pattern node. A Constant pattern node has the attribute "value" (a
+/// Float): a scalar's single element; with "shape" (Ints) and "fill" (String, "uniform" or
+/// "identity") it is a tensor of that shape filled with the value (constant_tensor.hpp).
 struct PatternAttribute {
     std::string name;
     AttrExpr value;
@@ -269,10 +271,15 @@ struct Rule {
     friend bool operator==(const Rule&, const Rule&) = default;
 };
 
-/// The type of attribute `name` of `op` in a pattern (a Constant's "value" is a Float
-/// scalar), or nullopt if the op has no such attribute.
+/// The type of attribute `name` of `op` in a pattern (a Constant's "value" is a Float,
+/// its "shape" Ints and its "fill" a String), or nullopt if the op has no such attribute.
 [[nodiscard]] inline std::optional<AttributeType> pattern_attribute_type(OpKind op, std::string_view name) noexcept {
-    if (op == OpKind::Constant) return name == "value" ? std::optional(AttributeType::Float) : std::nullopt;
+    if (op == OpKind::Constant) {
+        if (name == "value") return AttributeType::Float;
+        if (name == "shape") return AttributeType::Ints;
+        if (name == "fill") return AttributeType::String;
+        return std::nullopt;
+    }
     for (const AttributeSpec& s : op_traits(op).attributes)
         if (s.name == name) return s.type;
     return std::nullopt;
@@ -338,7 +345,29 @@ private:
                    where + ": wrong number of outputs");
             for (const auto& r : n.inputs) check_ref(r, side, i, where);
             check_attributes(n, where);
+            if (n.op == OpKind::Constant) check_constant(n, where);
         }
+    }
+    /// A tensor Constant has both "shape" and "fill"; a literal fill is a known one, and an
+    /// identity has the rank of a matrix or a conv kernel.
+    void check_constant(const PatternNode& n, const std::string& where) const {
+        const auto find = [&](std::string_view name) -> const AttrExpr* {
+            for (const PatternAttribute& a : n.attributes)
+                if (a.name == name) return &a.value;
+            return nullptr;
+        };
+        const AttrExpr* shape = find("shape");
+        const AttrExpr* fill = find("fill");
+        expect((shape == nullptr) == (fill == nullptr), where + ": a tensor Constant needs both 'shape' and 'fill'");
+        if (fill == nullptr || fill->kind != AttrExpr::Kind::literal) return;
+        const auto parsed = parse_constant_fill(std::get<std::string>(fill->literal));
+        expect(parsed.has_value(), where + ": fill must be \"uniform\" or \"identity\"");
+        std::size_t rank = 0;
+        if (shape->kind == AttrExpr::Kind::ints) rank = shape->terms.size();
+        else if (shape->kind == AttrExpr::Kind::literal) rank = std::get<std::vector<std::int64_t>>(shape->literal).size();
+        else return;
+        expect(*parsed != ConstantFill::identity || rank == 2 || rank == 4,
+               where + ": an identity Constant is a matrix or a conv kernel (rank 2 or 4)");
     }
     void check_attributes(const PatternNode& n, const std::string& where) const {
         for (std::size_t a = 0; a < n.attributes.size(); ++a) {

@@ -134,9 +134,8 @@ struct SourceGraph {
 [[nodiscard]] inline std::optional<NodeId> add_source_node(Graph& graph, const PatternNode& node, const Location& location,
                                                            Attributes attributes) {
     if (node.op == OpKind::Constant) {
-        const auto* value = std::get_if<double>(attributes.find("value"));
-        if (!value) return std::nullopt;
-        const NodeId id = graph.add_constant(node.label, Tensor::from_floats(Shape{}, {static_cast<float>(*value)}));
+        if (!std::get_if<double>(attributes.find("value")) || !constant_shape(attributes)) return std::nullopt;
+        const NodeId id = graph.add_constant(node.label, constant_value(attributes));
         return keeps_attributes(graph.node(id), attributes) ? std::optional(id) : std::nullopt;
     }
     std::vector<TensorRef> inputs;

@@ -7,8 +7,10 @@
 #include <rlflow/rewrite/location.hpp>
 #include <rlflow/rewrite/rule.hpp>
 
+#include <algorithm>
 #include <array>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace rlflow::rewrite::detail {
@@ -42,14 +44,36 @@ struct EvalContext {
     [[nodiscard]] const Shape& shape(PatternRef ref) const { return graph.type(location.tensor(ref)).shape; }
 };
 
-/// The value attribute `name` of graph node `n` has as the pattern sees it: a Constant's
-/// "value" is its single float element (stored in `scratch`). nullptr if there is none.
+/// The value attribute `name` of graph node `n` has as the pattern sees it (computed into
+/// `scratch` for a Constant): a one-element Constant's "value" is its element; any
+/// float32 Constant's "shape" is its dims, and a uniform or identity one (constant_form)
+/// has a "fill" and a "value". nullptr if there is none.
 [[nodiscard]] inline const AttributeValue* pattern_view(const Node& n, std::string_view name, AttributeValue& scratch) {
     if (n.op != OpKind::Constant) return n.attributes.find(name);
-    if (name != "value" || !n.data || n.data->type().dtype != DType::Float32 || n.data->type().shape.numel() != 1)
-        return nullptr;
-    scratch = static_cast<double>(n.data->floats()[0]);
+    if (!n.data || n.data->dtype() != DType::Float32) return nullptr;
+    if (name == "shape") {
+        const auto dims = n.data->shape().dims();
+        scratch = std::vector<std::int64_t>(dims.begin(), dims.end());
+        return &scratch;
+    }
+    if (name == "value" && n.data->numel() == 1) {
+        scratch = static_cast<double>(n.data->floats()[0]);
+        return &scratch;
+    }
+    if (name != "value" && name != "fill") return nullptr;
+    const std::optional<ConstantForm> form = constant_form(*n.data);
+    if (!form) return nullptr;
+    if (name == "value") scratch = form->value;
+    else scratch = std::string(constant_fill_name(form->fill));
     return &scratch;
+}
+
+/// Whether graph Constant `n` is of the kind pattern Constant `p` is: a pattern with no
+/// "shape" is a scalar and matches one-element constants only.
+[[nodiscard]] inline bool constant_kind_fits(const PatternNode& p, const Node& n) {
+    if (p.op != OpKind::Constant) return true;
+    const bool tensor = std::any_of(p.attributes.begin(), p.attributes.end(), [](const PatternAttribute& a) { return a.name == "shape"; });
+    return tensor || (n.data && n.data->numel() == 1);
 }
 
 [[nodiscard]] inline std::optional<std::int64_t> symbol_int(const EvalContext& c, std::uint32_t s) {

@@ -12,6 +12,8 @@
 ///   tensor twice (x + x is a special case of x + y, which is enumerated);
 /// - inputs must have the roles the op accepts (generator_config.hpp);
 /// - the same op on the same inputs twice is never built;
+/// - an op never takes constants alone (the result is a constant no rule can name), and a
+///   constant is read only by the ops its variable lists;
 /// - variables of one type are interchangeable, so a state must use them as a prefix
 ///   (x1 before x2): every graph has a renaming that passes (name variables in order
 ///   of first use), and rules are deduplicated up to renaming later;
@@ -79,15 +81,16 @@ public:
         const auto values = variable_values(space, limits.seed, 0, limits.value_bound);
         for (std::size_t v = 0; v < space.variables.size(); ++v) {
             const std::uint32_t type = m_applier.types().intern(space.variables[v].type);
+            const bool constant = space.variables[v].is_constant();
             std::uint16_t previous = no_tensor;
-            for (std::size_t u = v; u-- > 0;)
-                if (m_tensors[u].type == type) {
+            for (std::size_t u = v; u-- > 0 && !constant;)
+                if (m_tensors[u].type == type && !m_tensors[u].constant) {
                     previous = static_cast<std::uint16_t>(u);
                     break;
                 }
             const std::uint64_t h = mix64(v ^ variable_hash_salt);
-            m_tensors.push_back(
-                {type, space.variables[v].role, h, mix64(h ^ second_hash_salt), m_fingerprint(values[v]), 0, previous});
+            m_tensors.push_back({type, space.variables[v].role, h, mix64(h ^ second_hash_salt), m_fingerprint(values[v]), 0,
+                                 previous, constant, reader_mask(space, space.variables[v])});
             m_values.push_back(values[v]);
         }
         m_variables = space.variables.size();
@@ -123,7 +126,21 @@ private:
         std::uint32_t uses;
         /// Variables: the previous variable of the same type, which must be used first.
         std::uint16_t previous;
+        /// A constant of the space (node outputs never are: no op takes constants alone).
+        bool constant;
+        /// Bit k: op k may read it.
+        std::uint64_t readers;
     };
+
+    /// The ops that may read leaf `v`, as a bit mask over the space's ops.
+    [[nodiscard]] static std::uint64_t reader_mask(const GeneratorSpace& space, const GeneratorVariable& v) {
+        RLFLOW_EXPECTS(space.ops.size() <= 64, precondition_error, "the generator takes at most 64 ops");
+        if (v.readers.empty()) return ~std::uint64_t{0};
+        std::uint64_t mask = 0;
+        for (std::size_t k = 0; k < space.ops.size(); ++k)
+            if (std::find(v.readers.begin(), v.readers.end(), space.ops[k].name) != v.readers.end()) mask |= std::uint64_t{1} << k;
+        return mask;
+    }
     static constexpr std::uint64_t second_hash_salt = 0x5bd1e9955bd1e995;
     /// Variables and ops hash from different seeds, so (op a, variable b) never meets
     /// (op b, variable a) when combining.
@@ -141,6 +158,10 @@ private:
             std::array<std::uint32_t, max_generator_arity> types{};
             const std::function<void(std::size_t)> choose = [&](std::size_t slot) {
                 if (slot == ops[op].arity) {
+                    // An op on constants alone is a constant a rule cannot name.
+                    if (std::all_of(node.inputs.begin(), node.inputs.begin() + static_cast<std::ptrdiff_t>(slot),
+                                    [&](std::uint16_t t) { return m_tensors[t].constant; }))
+                        return;
                     if (const Applied* a = m_applier.apply(op, std::span(types.data(), slot)); a && fresh(node)) {
                         node.num_outputs = static_cast<std::uint8_t>(a->outputs.size());
                         f(node, *a);
@@ -151,7 +172,7 @@ private:
                     // A commutative op takes its operands in structural-hash order, which
                     // does not depend on the path that built the graph (tensor ids do).
                     if (commutative && slot > 0 && !(m_tensors[node.inputs[slot - 1]].hash < m_tensors[t].hash)) continue;
-                    if (!role_fits(ops[op].roles, slot, t, node)) continue;
+                    if (!role_fits(ops[op].roles, slot, t, node) || !(m_tensors[t].readers >> op & 1)) continue;
                     if (std::find(node.inputs.begin(), node.inputs.begin() + static_cast<std::ptrdiff_t>(slot), t)
                         != node.inputs.begin() + static_cast<std::ptrdiff_t>(slot))
                         continue;
@@ -206,7 +227,7 @@ private:
             ++m_counts.states;
             const bool redundant = holds_equal_tensors(n.num_outputs);
             m_counts.redundant += redundant ? 1 : 0;
-            if (outputs >= 1 && outputs <= m_limits.max_outputs) record();
+            if (outputs >= 1 && outputs <= m_limits.max_outputs) record(redundant);
             if (!redundant && remaining > 0)
                 for_each_candidate([&](const GenNode& next, const Applied& a) { visit(next, a); });
         }
@@ -238,7 +259,7 @@ private:
         for (std::size_t k = 0; k < out.size(); ++k) {
             const std::uint32_t type = m_applier.types().intern(applied.outputs[k]);
             m_tensors.push_back(
-                {type, role, mix64(h + k + 1), mix64(h2 ^ (k + 1)), m_fingerprint(out[k]), 0, no_tensor});
+                {type, role, mix64(h + k + 1), mix64(h2 ^ (k + 1)), m_fingerprint(out[k]), 0, no_tensor, false, ~std::uint64_t{0}});
             m_values.push_back(std::move(out[k]));
         }
         return true;
@@ -282,9 +303,10 @@ private:
         return false;
     }
 
-    void record() {
+    void record(bool redundant) {
         GenGraph g;
         g.nodes = m_nodes;
+        g.redundant = redundant;
         g.key = key();
         std::vector<std::pair<std::uint64_t, std::uint16_t>> outs;
         for (std::size_t t = m_variables; t < m_tensors.size(); ++t)

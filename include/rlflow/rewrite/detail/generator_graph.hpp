@@ -53,6 +53,8 @@ struct GenGraph {
     GraphKey key;
     /// The fingerprint of the outputs on the first exact input set (the bucket key).
     std::uint64_t fingerprint = 0;
+    /// It holds two tensors equal on the first exact input set (a no-op inside).
+    bool redundant = false;
 };
 
 /// Attributes and output types of an op on given input types.
@@ -156,12 +158,25 @@ private:
     return h;
 }
 
-/// The exact values of the space's variables for one input set: integers in
-/// [-bound, bound], a pure function of (seed, set, variable name).
+/// Salt for the random values a constant takes when testing whether a law needs it.
+inline constexpr std::uint64_t constant_salt = 0x636f6e7374616e74;  // "constant"
+
+/// The exact value of a generator constant.
+[[nodiscard]] inline ExactTensor constant_value(const GeneratorVariable& v) {
+    const GeneratorConstant& c = *v.constant;
+    return {v.type.shape, constant_fill_values(v.type.shape, c.fill, Exact::from_parts(c.numerator, c.exponent), Exact{})};
+}
+
+/// The exact values of the space's leaves for one input set: for a variable, integers in
+/// [-bound, bound], a pure function of (seed, set, variable name); a constant's own value.
 [[nodiscard]] inline std::vector<ExactTensor> variable_values(const GeneratorSpace& space, std::uint64_t seed,
                                                               std::size_t set, std::int64_t bound) {
     std::vector<ExactTensor> values;
     for (const GeneratorVariable& v : space.variables) {
+        if (v.is_constant()) {
+            values.push_back(constant_value(v));
+            continue;
+        }
         Rng rng = Rng(seed).fork(mix64(set + 1) ^ hash_bytes(v.name));
         values.push_back(random_exact_tensor(v.type.shape, rng, bound));
     }

@@ -44,6 +44,7 @@ namespace rlflow::rewrite::detail {
     GenGraph out;
     out.key = g.key;
     out.fingerprint = g.fingerprint;
+    out.redundant = g.redundant;
     std::vector<std::uint16_t> renumber(variables + producer.size());
     for (std::size_t v = 0; v < variables; ++v) renumber[v] = static_cast<std::uint16_t>(v);
     std::size_t next = variables;
@@ -73,6 +74,10 @@ struct Producers {
 inline void write_expression(const GenGraph& g, const Producers& p, std::uint16_t t, std::size_t variables,
                              const GeneratorSpace& space, std::map<std::uint16_t, std::size_t>& names,
                              std::string& out) {
+    if (t < variables && space.variables[t].is_constant()) {
+        out += space.variables[t].name;  // a constant is itself, never renamed
+        return;
+    }
     if (t < variables) {
         const auto [it, fresh] = names.emplace(t, names.size());
         out += "v" + std::to_string(it->second);
@@ -123,14 +128,16 @@ inline void write_expression(const GenGraph& g, const Producers& p, std::uint16_
     return best;
 }
 
-/// The variables `g` reads.
-[[nodiscard]] inline std::set<std::uint16_t> variables_used(const GenGraph& g, std::size_t variables) {
+/// The variables `g` reads (constants are not variables).
+[[nodiscard]] inline std::set<std::uint16_t> variables_used(const GenGraph& g, const GeneratorSpace& space) {
+    const std::size_t variables = space.variables.size();
+    const auto variable = [&](std::uint16_t t) { return t != no_tensor && t < variables && !space.variables[t].is_constant(); };
     std::set<std::uint16_t> used;
     for (const GenNode& n : g.nodes)
         for (const std::uint16_t t : n.inputs)
-            if (t != no_tensor && t < variables) used.insert(t);
+            if (variable(t)) used.insert(t);
     for (const std::uint16_t t : g.outputs)
-        if (t < variables) used.insert(t);
+        if (variable(t)) used.insert(t);
     return used;
 }
 
@@ -170,14 +177,18 @@ inline void write_expression(const GenGraph& g, const Producers& p, std::uint16_
     return out;
 }
 
-/// The canonical texts of the rules a -> b becomes when two of its variables are made one:
-/// any kept rule with one of these texts is an instance of a -> b (subsumed).
+/// The canonical texts of the rules a -> b becomes when two of its variables are made one,
+/// or a variable is made a constant: any kept rule with one of these texts is an instance
+/// of a -> b (subsumed), since a rule variable matches any tensor, constants included.
 [[nodiscard]] inline std::vector<std::string> merged_variable_texts(const GenGraph& a, const GenGraph& b,
                                                                    std::size_t variables, const GeneratorSpace& space) {
-    const std::set<std::uint16_t> used = variables_used(a, variables);
+    const std::set<std::uint16_t> used = variables_used(a, space);
+    std::vector<std::uint16_t> into(used.begin(), used.end());
+    for (std::uint16_t c = 0; c < variables; ++c)
+        if (space.variables[c].is_constant()) into.push_back(c);
     std::vector<std::string> texts;
     for (const std::uint16_t from : used)
-        for (const std::uint16_t to : used)
+        for (const std::uint16_t to : into)
             if (from != to) texts.push_back(canonical_rule_text(substitute(a, from, to), substitute(b, from, to), variables, space));
     return texts;
 }

@@ -25,6 +25,27 @@ inline constexpr std::string_view target_where = "rewrite target";
     return ref.is_variable() ? c.graph.type(c.location.variables[ref.index]) : t.types[ref.index][ref.output];
 }
 
+/// The shape of a target Constant with evaluated `attributes`: {} for a scalar; nullopt if
+/// its fill is unknown or does not fit its shape.
+[[nodiscard]] inline std::optional<Shape> constant_shape(const Attributes& attributes) {
+    const auto* dims = std::get_if<std::vector<std::int64_t>>(attributes.find("shape"));
+    if (!dims) return Shape{};
+    const auto* fill_name = std::get_if<std::string>(attributes.find("fill"));
+    const auto fill = fill_name ? parse_constant_fill(*fill_name) : std::nullopt;
+    const Shape shape{std::span<const std::int64_t>(*dims)};
+    if (!fill || !constant_fill_problem(shape, *fill).empty()) return std::nullopt;
+    return shape;
+}
+
+/// The tensor of a target Constant with evaluated `attributes` (constant_shape must hold).
+[[nodiscard]] inline Tensor constant_value(const Attributes& attributes) {
+    const Shape shape = *constant_shape(attributes);
+    const double value = std::get<double>(*attributes.find("value"));
+    if (const auto* fill = std::get_if<std::string>(attributes.find("fill")))
+        return constant_tensor(shape, value, *parse_constant_fill(*fill));
+    return Tensor::from_floats(shape, {static_cast<float>(value)});
+}
+
 /// Builds the attributes and infers the types of target node `i`; false if it cannot.
 [[nodiscard]] inline bool instantiate_node(const PatternNode& node, const EvalContext& c, TargetInstance& t) {
     Attributes attributes;
@@ -34,8 +55,9 @@ inline constexpr std::string_view target_where = "rewrite target";
         attributes.set(a.name, std::move(*value));
     }
     if (node.op == OpKind::Constant) {
-        if (!std::holds_alternative<double>(*attributes.find("value"))) return false;
-        t.types.push_back({TensorType{DType::Float32, Shape{}}});
+        const auto shape = constant_shape(attributes);
+        if (!shape || !std::holds_alternative<double>(*attributes.find("value"))) return false;
+        t.types.push_back({TensorType{DType::Float32, *shape}});
         t.attributes.push_back(std::move(attributes));
         return true;
     }
