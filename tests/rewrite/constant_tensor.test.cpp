@@ -127,13 +127,13 @@ TEST_CASE("a rule builds a constant tensor of its match's shape, and another rul
     CHECK(again.node(again.outputs()[0].value.node).op == OpKind::AveragePool);
 
     // Built by hand, the pooling kernel is found; a constant of another value or fill is not.
-    const auto conv_on_constant = [&](const Tensor& kernel) {
+    const auto conv_on_constant = [&](const Tensor& weights) {
         Graph h;
         const TensorRef in{h.add_input("x", f32({1, 6, 7, 7})), 0};
         Attributes c;
         c.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
         c.set("group", std::int64_t{6});
-        h.add_output({h.add_node(OpKind::Conv2D, {in, {h.add_constant("k", kernel), 0}}, c, "conv"), 0}, "y");
+        h.add_output({h.add_node(OpKind::Conv2D, {in, {h.add_constant("k", weights), 0}}, c, "conv"), 0}, "y");
         return rewrite::find_locations(rules, rules.at("conv_as_pool").id, h).size();
     };
     const Shape kernel_shape{6, 1, 3, 3};

@@ -201,7 +201,8 @@ inline AttributeBuilder no_attributes() {
     using detail::float_tensor;
     GeneratorSpace space;
     const auto add = [&](const std::string& name, Shape shape, int count, TensorRole role) {
-        for (int i = 1; i <= count; ++i) space.variables.push_back({name + std::to_string(i), float_tensor(shape), role});
+        for (int i = 1; i <= count; ++i)
+            space.variables.push_back({name + std::to_string(i), float_tensor(shape), role, std::nullopt, {}});
     };
     add("x", {2, 4}, 2, TensorRole::data);
     add("w", {4, 4}, 2, TensorRole::weight);
