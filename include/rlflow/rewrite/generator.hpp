@@ -355,7 +355,7 @@ struct RuleDims {
     std::set<std::uint16_t> seen;
     for (const GenNode& n : a.nodes)
         for (const std::uint16_t t : n.inputs)
-            if (t != no_tensor && t < space.variables.size() && !space.variables[t].is_constant() && seen.insert(t).second)
+            if (is_variable_leaf(space, t) && seen.insert(t).second)
                 dims.variables.push_back(&space.variables[t]);
     return dims;
 }
@@ -363,11 +363,8 @@ struct RuleDims {
 /// The constants graphs `a` and `b` read.
 [[nodiscard]] inline std::vector<const GeneratorVariable*> constants_read(const GenGraph& a, const GenGraph& b,
                                                                           const GeneratorSpace& space) {
-    std::set<std::uint16_t> used;
-    for (const GenGraph* g : {&a, &b})
-        for (const GenNode& n : g->nodes)
-            for (const std::uint16_t t : n.inputs)
-                if (t != no_tensor && t < space.variables.size() && space.variables[t].is_constant()) used.insert(t);
+    std::set<std::uint16_t> used = constants_used(a, space);
+    used.merge(constants_used(b, space));
     std::vector<const GeneratorVariable*> out;
     for (const std::uint16_t t : used) out.push_back(&space.variables[t]);
     return out;
@@ -378,15 +375,8 @@ struct RuleDims {
 [[nodiscard]] inline bool variable_law(const GenGraph& a, const GenGraph& b, OpApplier& applier,
                                        const GeneratorOptions& o) {
     const GeneratorSpace& space = applier.space();
-    const auto read = [&](const GenGraph& g) {
-        std::set<std::uint16_t> used;
-        for (const GenNode& n : g.nodes)
-            for (const std::uint16_t t : n.inputs)
-                if (t != no_tensor && t < space.variables.size() && space.variables[t].is_constant()) used.insert(t);
-        return used;
-    };
-    const std::set<std::uint16_t> constants = read(a);
-    if (constants.empty() || constants != read(b)) return false;
+    const std::set<std::uint16_t> constants = constants_used(a, space);
+    if (constants.empty() || constants != constants_used(b, space)) return false;
     std::vector<std::vector<ExactTensor>> sets;
     for (std::size_t s = 0; s < std::max<std::size_t>(1, o.exact_trials); ++s) {
         sets.push_back(variable_values(space, o.seed, s, o.value_bound));
@@ -503,7 +493,7 @@ struct Candidate {
     const auto label = [&] { return label_prefix + std::to_string(nodes.size()); };
     for (const GenNode& n : g.nodes)
         for (const std::uint16_t t : n.inputs)
-            if (t != no_tensor && t < space.variables.size() && space.variables[t].is_constant() && !ref_of.contains(t)) {
+            if (is_constant_leaf(space, t) && !ref_of.contains(t)) {  // in order of first use
                 auto constant = dims.constant_node(space.variables[t], label());
                 if (!constant) return std::nullopt;
                 ref_of[t] = PatternRef::node(static_cast<std::uint32_t>(nodes.size()));

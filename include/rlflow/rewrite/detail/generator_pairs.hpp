@@ -69,6 +69,16 @@ struct Producers {
     }
 };
 
+/// Whether tensor `t` of a graph over `space` is one of its constants.
+[[nodiscard]] inline bool is_constant_leaf(const GeneratorSpace& space, std::uint16_t t) {
+    return t != no_tensor && t < space.variables.size() && space.variables[t].is_constant();
+}
+
+/// Whether tensor `t` of a graph over `space` is one of its variables (not a constant).
+[[nodiscard]] inline bool is_variable_leaf(const GeneratorSpace& space, std::uint16_t t) {
+    return t != no_tensor && t < space.variables.size() && !space.variables[t].is_constant();
+}
+
 /// Writes the expression of tensor `t` of `g` (variables renamed in order of first use
 /// through `names`): "concat1(v0,matmul(v1,v2))", ":k" after a node's output k > 0.
 inline void write_expression(const GenGraph& g, const Producers& p, std::uint16_t t, std::size_t variables,
@@ -130,14 +140,21 @@ inline void write_expression(const GenGraph& g, const Producers& p, std::uint16_
 
 /// The variables `g` reads (constants are not variables).
 [[nodiscard]] inline std::set<std::uint16_t> variables_used(const GenGraph& g, const GeneratorSpace& space) {
-    const std::size_t variables = space.variables.size();
-    const auto variable = [&](std::uint16_t t) { return t != no_tensor && t < variables && !space.variables[t].is_constant(); };
     std::set<std::uint16_t> used;
     for (const GenNode& n : g.nodes)
         for (const std::uint16_t t : n.inputs)
-            if (variable(t)) used.insert(t);
+            if (is_variable_leaf(space, t)) used.insert(t);
     for (const std::uint16_t t : g.outputs)
-        if (variable(t)) used.insert(t);
+        if (is_variable_leaf(space, t)) used.insert(t);
+    return used;
+}
+
+/// The constants `g`'s nodes read.
+[[nodiscard]] inline std::set<std::uint16_t> constants_used(const GenGraph& g, const GeneratorSpace& space) {
+    std::set<std::uint16_t> used;
+    for (const GenNode& n : g.nodes)
+        for (const std::uint16_t t : n.inputs)
+            if (is_constant_leaf(space, t)) used.insert(t);
     return used;
 }
 
