@@ -83,6 +83,31 @@ TEST_CASE("incremental masks always equal a full recomputation over random rewri
     }
 }
 
+TEST_CASE("a rewriter continued from its parent on a rewritten copy indexes what a fresh one does") {
+    for (const char* model : {"squeezenet1_1", "inception_v3", "bert"}) {
+        CAPTURE(model);
+        const auto parent = std::make_shared<rewrite::Rewriter>(models::build_zoo_model(model), builtin());
+        Rng rng(7);
+        // A chain of children, each made from a copy of its parent's graph, as a search does.
+        std::shared_ptr<rewrite::Rewriter> current = parent;
+        for (int step = 0; step < 8; ++step) {
+            const auto [rule, choice] = random_action(current->index(), rng);
+            if (rule == current->index().num_rules()) break;
+            const CanonicalForm before = canonical_form(current->graph());
+            Graph copy = current->graph();
+            const auto touched = rewrite::apply(copy, current->rules(), static_cast<std::uint32_t>(rule),
+                                                current->index().location(rule, choice), rewrite::Verify::no)
+                                     .touched_nodes();
+            const auto child = std::make_shared<rewrite::Rewriter>(*current, std::move(copy), touched);
+            check_matches_full_recomputation(child->index(), child->graph());
+            // The parent is left as it was.
+            CHECK(canonical_form(current->graph()) == before);
+            check_matches_full_recomputation(current->index(), current->graph());
+            current = child;
+        }
+    }
+}
+
 TEST_CASE("undoing every step restores the graph and its locations exactly") {
     const Graph original = models::build_zoo_model("inception_v3");
     rewrite::Rewriter rw(original, builtin());

@@ -22,6 +22,14 @@ public:
         m_index.rebuild(m_graph);
     }
 
+    /// Continues from `parent` on `graph`: parent's graph after rewrites (and undos) that
+    /// touched `touched`. The parent's index is copied and updated where they touched it,
+    /// which costs far less than matching every rule again.
+    Rewriter(const Rewriter& parent, Graph graph, std::span<const NodeId> touched)
+        : m_graph(std::move(graph)), m_index(parent.m_index) {
+        m_index.update(m_graph, touched);
+    }
+
     [[nodiscard]] const Graph& graph() const noexcept { return m_graph; }
     [[nodiscard]] const LocationIndex& index() const noexcept { return m_index; }
     [[nodiscard]] const RuleSet& rules() const noexcept { return m_index.rules(); }

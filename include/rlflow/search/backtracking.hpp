@@ -6,7 +6,8 @@
 /// capped at SearchOptions::max_queue graphs, dropping the costliest). Successors are
 /// deduplicated by exact canonical form (TASO trusted a 64-bit hash). The queue is
 /// ordered by (cost, insertion order), so the search is deterministic. Successors are
-/// kept as (parent, rewrite) and made when dequeued, where duplicates are dropped.
+/// kept as (parent, rewrite) and made when dequeued, where duplicates are dropped; a dequeued
+/// graph's location index is its parent's, updated where the rewrite touched it.
 
 #include <rlflow/core/canonical.hpp>
 #include <rlflow/search/greedy.hpp>
@@ -14,6 +15,7 @@
 #include <memory>
 #include <iterator>
 #include <set>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -21,24 +23,31 @@ namespace rlflow::search {
 
 namespace detail {
 
-/// A graph waiting in the queue: its parent and the rewrite that makes it from the parent
+/// A graph waiting in the queue: its parent (a graph with its location index) and the
+/// rewrite, a location choice of the parent's index, that makes it from the parent
 /// (applied only when the candidate is dequeued, so kept successors cost no copy until
 /// then), with the rewrites that made it from the input.
 struct Candidate {
     double cost_ms = 0;
     std::uint64_t order = 0;
-    std::shared_ptr<const Graph> parent;
+    std::shared_ptr<const rewrite::Rewriter> parent;
     std::uint32_t rule = 0;
-    rewrite::Location location;
+    std::uint32_t choice = 0;
     /// Whether `parent` is the graph itself (the input).
     bool materialized = false;
     std::vector<std::uint32_t> counts;
 
-    [[nodiscard]] std::shared_ptr<const Graph> graph(const rewrite::RuleSet& rules) const {
-        if (materialized) return parent;
-        auto g = std::make_shared<Graph>(*parent);
-        (void)rewrite::apply(*g, rules, rule, location, rewrite::Verify::no);
-        return g;
+    /// The graph, and the nodes the rewrite touched in the parent's graph.
+    [[nodiscard]] std::pair<Graph, std::vector<NodeId>> graph() const {
+        Graph g = parent->graph();
+        if (materialized) return {std::move(g), {}};
+        const rewrite::Location& where = parent->index().location(rule, choice);
+        std::vector<NodeId> touched = rewrite::apply(g, parent->rules(), rule, where, rewrite::Verify::no).touched_nodes();
+        return {std::move(g), std::move(touched)};
+    }
+    /// The graph with its location index: the parent's, updated where the rewrite touched it.
+    [[nodiscard]] std::shared_ptr<rewrite::Rewriter> state(Graph made, std::span<const NodeId> touched) const {
+        return std::make_shared<rewrite::Rewriter>(*parent, std::move(made), touched);
     }
 };
 struct CheaperFirst {
@@ -77,7 +86,8 @@ template <cost::CostBackend Backend>
     std::set<detail::Candidate, detail::CheaperFirst> queue;
     detail::SeenGraphs seen;
     std::uint64_t order = 0;
-    detail::Candidate best{result.initial_cost_ms, order, std::make_shared<const Graph>(graph), 0, {}, true,
+    detail::Candidate best{result.initial_cost_ms, order,
+                           std::make_shared<const rewrite::Rewriter>(graph, rules, detail::every_location), 0, 0, true,
                            std::vector<std::uint32_t>(rules->size(), 0)};
     queue.insert(best);
     result.reason = StopReason::converged;
@@ -88,17 +98,18 @@ template <cost::CostBackend Backend>
         }
         const detail::Candidate current = *queue.begin();
         queue.erase(queue.begin());
-        const std::shared_ptr<const Graph> g = current.graph(*rules);
-        if (!seen.insert(*g)) continue;
+        auto [made, touched] = current.graph();
+        if (!seen.insert(made)) continue;
+        const std::shared_ptr<rewrite::Rewriter> state = current.state(std::move(made), touched);
         ++result.expansions;
-        rewrite::Rewriter rw(*g, rules, detail::every_location);
+        rewrite::Rewriter& rw = *state;
         cost::CostTracker<Backend> tracker(model, rw.graph());
         for (std::size_t r = 0; r < rules->size(); ++r)
             for (std::size_t l = 0; l < rw.index().num_choices(r); ++l) {
                 const double c = detail::probe_cost(rw, tracker, r, l);
                 if (!(c < options.alpha * best.cost_ms)) continue;
-                detail::Candidate successor{c, ++order, g, static_cast<std::uint32_t>(r), rw.index().location(r, l), false,
-                                            current.counts};
+                detail::Candidate successor{c, ++order, state, static_cast<std::uint32_t>(r), static_cast<std::uint32_t>(l),
+                                            false, current.counts};
                 ++successor.counts[r];
                 if (c < best.cost_ms) best = successor;
                 queue.insert(std::move(successor));
@@ -106,7 +117,7 @@ template <cost::CostBackend Backend>
             }
         if (options.on_progress) options.on_progress({result.expansions, options.budget, result.initial_cost_ms, best.cost_ms});
     }
-    result.graph = *best.graph(*rules);
+    result.graph = best.graph().first;
     result.best_cost_ms = model.graph_cost(result.graph);
     result.rewrites = detail::named_counts(*rules, best.counts);
     result.seconds = stop.seconds();
