@@ -163,3 +163,34 @@ TEST_CASE("generator constants: TASO's constant laws are found, sized by the rul
     CHECK(conv.attributes.get_int("group", 0) == 10);
     CHECK(rewritten.node(conv.inputs[1].node).data->shape() == Shape{10, 1, 3, 3});
 }
+
+TEST_CASE("generator: biased convolutions give rules about biases, and what a built-in rule does is pruned") {
+    const std::vector<std::string> ops = {"conv_s1_bias", "conv_s1_relu_bias", "relu", "concat0", "concat1"};
+    GeneratorSpace space = rewrite::restrict_ops(rewrite::default_generator_space(), ops);
+    // Images, 3x3 and 1x1 kernels and biases.
+    std::erase_if(space.variables, [](const rewrite::GeneratorVariable& v) {
+        return v.is_constant() || std::string_view("ikpb").find(v.name[0]) == std::string_view::npos;
+    });
+    GeneratorOptions o = quick(3, 2);
+    const GeneratedRules all = rewrite::generate_rules(space, o);
+    CHECK(all.report.pruned_known == 0);
+    // Relu after a biased convolution is the convolution with relu fused.
+    const std::initializer_list<std::string_view> fusion = {"src src1 = Relu(src0)\n  dst dst0 = Conv2D(", "b1) activation=1",
+                                                            "out src1 -> dst0\n  status"};
+    REQUIRE(find_rule(all, fusion) != nullptr);
+    // Two biased convolutions of one image, concatenated by channel, are one convolution of
+    // the concatenated kernels and biases.
+    const std::initializer_list<std::string_view> merge = {"src src2 = Concat(src0, src1) axis=1", "dst dst1 = Concat(b",
+                                                           "= Conv2D(i1, dst0, dst1)", "out src2 -> dst2"};
+    CHECK(find_rule(all, merge) != nullptr);
+    o.known_rules = builtin();
+    const GeneratedRules pruned = rewrite::generate_rules(space, o);
+    CHECK(pruned.report.pruned_known > 0);
+    CHECK(pruned.rules.size() + pruned.report.pruned_known == all.rules.size());
+    CHECK(find_rule(pruned, fusion) == nullptr);
+    // Names stay consecutive after pruning.
+    for (std::size_t i = 0; i < pruned.rules.size(); ++i) CHECK(pruned.rules[i].name == rewrite::detail::generated_rule_name(i));
+    // What is left, no built-in rule does.
+    for (const rewrite::Rule& r : pruned.rules)
+        CHECK_FALSE(rewrite::known_rule_doing(r, rewrite::detail::rule_instances(r, space, o).front(), *builtin()));
+}

@@ -203,3 +203,44 @@ TEST_CASE("numeric rule check: instance text round-trips and names what is wrong
                          "[rlflow.rule_error] rule 'eliminate_noop_reshape' instance 0: no shape for variable 'x'", rule_error);
     CHECK_THROWS_AS((void)parse_rule_instances(rule, "x=(2,3) $k=1"), rule_error);
 }
+
+TEST_CASE("known rule: a generated-style rule a built-in rule does is found, a rule no built-in does is not") {
+    const RuleSet builtin = builtin_rules();
+    // Conv(1x3, bias) + Relu fused: what fuse_conv_relu_bias does, written with literals.
+    const Rule fusion = parse_one(R"(rule g_fusion
+  var i1 h1 b1
+  src src0 = Conv2D(i1, h1, b1) activation=0 dilations=[1, 1] group=1 kernel_shape=[1, 3] pads=[0, 1, 0, 1] strides=[1, 1]
+  src src1 = Relu(src0)
+  dst dst0 = Conv2D(i1, h1, b1) activation=1 dilations=[1, 1] group=1 kernel_shape=[1, 3] pads=[0, 1, 0, 1] strides=[1, 1]
+  out src1 -> dst0
+end
+)");
+    const auto fusion_instance = parse_rule_instances(fusion, "i1=(2,4,5,5) h1=(4,4,1,3) b1=(4)");
+    const auto doing = known_rule_doing(fusion, fusion_instance.front(), builtin);
+    REQUIRE(doing.has_value());
+    CHECK(builtin[*doing].name == "fuse_conv_relu_bias");
+    // The same source with another (equal) target is not what the built-in rule does.
+    const Rule unfused = parse_one(R"(rule g_relu_twice
+  var i1 h1 b1
+  src src0 = Conv2D(i1, h1, b1) activation=0 dilations=[1, 1] group=1 kernel_shape=[1, 3] pads=[0, 1, 0, 1] strides=[1, 1]
+  src src1 = Relu(src0)
+  dst dst0 = Conv2D(i1, h1, b1) activation=1 dilations=[1, 1] group=1 kernel_shape=[1, 3] pads=[0, 1, 0, 1] strides=[1, 1]
+  dst dst1 = Relu(dst0)
+  out src1 -> dst1
+end
+)");
+    CHECK_FALSE(known_rule_doing(unfused, parse_rule_instances(unfused, "i1=(2,4,5,5) h1=(4,4,1,3) b1=(4)").front(), builtin));
+    // A scalar pulled out of a matmul: no built-in rule does it.
+    const Rule scale = parse_one(R"(rule g_scale
+  var x1 w1 s1
+  src src0 = Mul(w1, s1)
+  src src1 = MatMul(x1, src0)
+  dst dst0 = MatMul(x1, w1)
+  dst dst1 = Mul(dst0, s1)
+  out src1 -> dst1
+end
+)");
+    CHECK_FALSE(known_rule_doing(scale, parse_rule_instances(scale, "x1=(2,4) w1=(4,4) s1=(1)").front(), builtin));
+    // An instance the rule does not fit finds nothing.
+    CHECK_FALSE(known_rule_doing(fusion, parse_rule_instances(fusion, "i1=(2,4,5,5) h1=(4,4,3,3) b1=(4)").front(), builtin));
+}

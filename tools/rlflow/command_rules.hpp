@@ -8,6 +8,7 @@
 #include "progress.hpp"
 
 #include <rlflow/core/atomic_file.hpp>
+#include <rlflow/rewrite/builtin_rules.hpp>
 #include <rlflow/rewrite/generator.hpp>
 #include <rlflow/rewrite/rule_file.hpp>
 #include <rlflow/rewrite/rule_text.hpp>
@@ -32,6 +33,7 @@ struct RulesOptions {
     std::vector<std::string> ops;
     rewrite::GeneratorOptions generator;
     bool no_prove = false;
+    bool keep_builtin = false;
     bool json = false;
 };
 
@@ -60,6 +62,7 @@ inline nlohmann::json generator_report_json(const rewrite::GeneratorReport& r, c
             {"pruned_redundant", r.pruned_redundant},
             {"pruned_constant_as_variable", r.pruned_constant_as_variable},
             {"pruned_constant_shape", r.pruned_constant_shape},
+            {"pruned_builtin", r.pruned_known},
             {"rules_after_pruning", r.proved + r.tested + r.rejected},
             {"proved", r.proved},
             {"tested", r.tested},
@@ -74,6 +77,7 @@ inline void generate_command(RulesOptions o) {
     rewrite::GeneratorSpace space = rewrite::default_generator_space();
     if (!o.ops.empty()) space = rewrite::restrict_ops(space, o.ops);
     o.generator.prove = !o.no_prove;
+    if (!o.keep_builtin) o.generator.known_rules = std::make_shared<const rewrite::RuleSet>(rewrite::builtin_rules());
     std::unique_ptr<ProgressBar> bar;
     std::string stage;
     o.generator.on_progress = [&](const rewrite::GeneratorProgress& p) {
@@ -94,10 +98,11 @@ inline void generate_command(RulesOptions o) {
     std::printf("enumerated %zu states, %zu graphs (%zu inexact) in %.1f s\n", r.states, r.graphs, r.inexact,
                 r.enumerate_seconds);
     std::printf("%zu classes, %zu candidates; pruned %zu disconnected, %zu common subgraph, %zu common supergraph, "
-                "%zu renaming, %zu subsumed, %zu with no-ops, %zu constants as variables, %zu unshaped (%.1f s)\n",
+                "%zu renaming, %zu subsumed, %zu with no-ops, %zu constants as variables, %zu unshaped, "
+                "%zu done by built-in rules (%.1f s)\n",
                 r.classes, r.candidates, r.pruned_disconnected, r.pruned_common_subgraph, r.pruned_common_supergraph,
                 r.pruned_renaming, r.pruned_subsumed, r.pruned_redundant, r.pruned_constant_as_variable,
-                r.pruned_constant_shape, r.pair_seconds);
+                r.pruned_constant_shape, r.pruned_known, r.pair_seconds);
     std::printf("verified: %zu proved, %zu tested, %zu rejected (%.1f s; median Z3 %.3f s)\n", r.proved, r.tested,
                 r.rejected, r.verify_seconds, median(r.proof_seconds));
     std::printf("wrote %zu rules to %s\n", generated.rules.size(), o.output.c_str());
@@ -171,6 +176,8 @@ inline void add_rules_command(CLI::App& app) {
     generate->add_option("--seed", o->generator.seed, "seed of the exact and float inputs");
     generate->add_option("--timeout-ms", o->generator.proof_timeout_ms, "Z3 time limit per rule");
     generate->add_flag("--no-prove", o->no_prove, "numeric checks only (rules are 'tested')");
+    generate->add_flag("--keep-builtin", o->keep_builtin,
+                       "keep rules a built-in rule already does with the same result (pruned by default)");
     generate->add_option("--report", o->report, "write a JSON report here");
     generate->callback([o] { generate_command(*o); });
     CLI::App* verify = rules->add_subcommand("verify", "Check every rule of a file again; exit 2 at the first that fails");

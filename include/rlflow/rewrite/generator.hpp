@@ -15,7 +15,9 @@
 ///    `exact_trials` independent input sets and group the ones whose outputs are exactly
 ///    equal on all of them (never trusting a hash alone).
 /// 4. Pair the members of each class into candidate rules (the target reads only
-///    variables the source reads) and prune them (detail/generator_pairs.hpp).
+///    variables the source reads) and prune them (detail/generator_pairs.hpp); with
+///    `known_rules`, also the rules one known rule does with the same result
+///    (known_rule_doing in rule_check.hpp).
 /// 5. Verify every survivor: float32 in the reference executor on several seeded inputs
 ///    at the enumeration shapes and at larger ones (rule_check.hpp), then with Z3 from
 ///    rlflow's operator axioms (prover.hpp). A rule is `proved`, `tested` (numeric only)
@@ -26,6 +28,7 @@
 #include <rlflow/rewrite/prover.hpp>
 #include <rlflow/rewrite/rule.hpp>
 #include <rlflow/rewrite/rule_check.hpp>
+#include <rlflow/rewrite/rule_set.hpp>
 
 #include <algorithm>
 #include <array>
@@ -36,6 +39,7 @@
 #include <optional>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -70,6 +74,9 @@ struct GeneratorOptions {
     /// Dimension substitutions giving the larger shapes of the numeric check (a
     /// dimension not listed keeps its size, so kernel sizes 1 and 3 stay).
     std::vector<std::map<std::int64_t, std::int64_t>> shape_variants = {{{2, 3}, {4, 6}, {5, 7}}};
+    /// Rules already in use beside the generated ones (the built-in rules): a candidate one
+    /// of them does on its own, with the same result, is pruned before verification.
+    std::shared_ptr<const RuleSet> known_rules;
     std::function<void(const GeneratorProgress&)> on_progress;
 };
 
@@ -94,6 +101,8 @@ struct GeneratorReport {
     std::size_t pruned_redundant = 0;
     /// Candidates with a constant shape or group count no variable of the rule gives.
     std::size_t pruned_constant_shape = 0;
+    /// Candidates a known rule (GeneratorOptions::known_rules) does with the same result.
+    std::size_t pruned_known = 0;
     std::size_t proved = 0;
     std::size_t tested = 0;
     std::size_t rejected = 0;
@@ -631,6 +640,38 @@ inline void pin_variable_ranks(Rule& rule, const GeneratorSpace& space) {
     }
 }
 
+/// "gen_00042": generated rule names sort in generation order.
+[[nodiscard]] inline std::string generated_rule_name(std::size_t index) {
+    constexpr int digits = 5;
+    std::string number = std::to_string(index);
+    return "gen_" + std::string(number.size() < digits ? digits - number.size() : 0, '0') + number;
+}
+
+/// Removes the rules one of `o.known_rules` does with the same result at the enumeration
+/// shapes (known_rule_doing) and names the rest in order again.
+inline void prune_known_rules(std::vector<Rule>& rules, const GeneratorSpace& space, const GeneratorOptions& o,
+                              GeneratorReport& report) {
+    if (!o.known_rules || o.known_rules->size() == 0) return;
+    std::vector<char> known(rules.size(), 0);
+    const unsigned jobs = std::max(1u, o.jobs);
+    parallel_for(
+        jobs, jobs,
+        [&](std::size_t first, unsigned) {
+            for (std::size_t i = first; i < rules.size(); i += jobs)
+                known[i] = known_rule_doing(rules[i], rule_instances(rules[i], space, o).front(), *o.known_rules) ? 1 : 0;
+        },
+        [](std::size_t) {});
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < rules.size(); ++i) {
+        if (known[i] != 0) continue;
+        if (kept != i) rules[kept] = std::move(rules[i]);
+        rules[kept].name = generated_rule_name(kept);
+        ++kept;
+    }
+    report.pruned_known += rules.size() - kept;
+    rules.resize(kept);
+}
+
 /// Checks every rule numerically, then tries to prove it; sets each rule's verification.
 inline void verify_rules(std::vector<Rule>& rules, const GeneratorSpace& space, const GeneratorOptions& o,
                          GeneratorReport& report) {
@@ -673,12 +714,6 @@ inline void verify_rules(std::vector<Rule>& rules, const GeneratorSpace& space, 
         if (s >= 0) report.proof_seconds.push_back(s);
 }
 
-/// "gen_00042": generated rule names sort in generation order.
-[[nodiscard]] inline std::string generated_rule_name(std::size_t index) {
-    constexpr int digits = 5;
-    std::string number = std::to_string(index);
-    return "gen_" + std::string(number.size() < digits ? digits - number.size() : 0, '0') + number;
-}
 
 }  // namespace detail
 
@@ -702,6 +737,7 @@ inline void verify_rules(std::vector<Rule>& rules, const GeneratorSpace& space, 
         else
             ++out.report.pruned_constant_shape;
     }
+    detail::prune_known_rules(rules, space, options, out.report);
     if (options.on_progress) options.on_progress({"pair", 1, 1});
     out.report.pair_seconds = detail::seconds_since(start);
     start = detail::Clock::now();

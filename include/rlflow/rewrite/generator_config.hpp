@@ -28,15 +28,16 @@ namespace rlflow::rewrite {
 /// apply to them (shape inference then decides the rest).
 using AttributeBuilder = std::function<std::optional<Attributes>(std::span<const TensorType>)>;
 
-/// What a tensor stands for in a network: data flowing through it, a weight, or a scalar.
-/// Roles only steer enumeration away from graphs no network holds (a convolution of two
-/// kernels, a relu of a weight); generated rules do not carry them.
-enum class TensorRole : std::uint8_t { data, weight, scalar };
+/// What a tensor stands for in a network: data flowing through it, a weight, a
+/// convolution's per-channel bias, or a scalar. Roles only steer enumeration away from
+/// graphs no network holds (a convolution of two kernels, a relu of a weight); generated
+/// rules do not carry them.
+enum class TensorRole : std::uint8_t { data, weight, bias, scalar };
 
 /// The roles an op accepts: per input slot one role, or `any` (the same role as input 0);
 /// its output has input 0's role, or `data` when `makes_data`.
 struct RoleSignature {
-    enum class Slot : std::uint8_t { data, weight, scalar, same };
+    enum class Slot : std::uint8_t { data, weight, bias, scalar, same };
     std::vector<Slot> inputs;
     bool makes_data = false;
 };
@@ -98,11 +99,13 @@ inline std::vector<std::int64_t> same_pads(const Shape& kernel) {
 }
 
 /// A convolution with the kernel's own size, SAME padding, `stride` and `activation`;
-/// grouped when the kernel has fewer input channels than the image.
+/// grouped when the kernel has fewer input channels than the image; a third input is a
+/// bias with one value per output channel.
 inline AttributeBuilder conv_builder(std::int64_t stride, Activation activation) {
     return [=](std::span<const TensorType> in) -> std::optional<Attributes> {
         if (in[0].shape.rank() != 4 || in[1].shape.rank() != 4 || in[1].shape[1] == 0) return std::nullopt;
         if (in[1].shape[2] % 2 == 0 || in[1].shape[3] % 2 == 0) return std::nullopt;
+        if (in.size() == 3 && in[2].shape != Shape{in[1].shape[0]}) return std::nullopt;
         if (in[0].shape[1] % in[1].shape[1] != 0) return std::nullopt;
         Attributes a;
         a.set("strides", std::vector<std::int64_t>{stride, stride});
@@ -195,7 +198,7 @@ inline AttributeBuilder no_attributes() {
 
 /// TASO's generator inputs (REFERENCE.md), two variables of each kind: matrices (2,4),
 /// square weights (4,4), images (2,4,5,5), conv kernels 3x3, 1x1, 1x3, 3x1 and a
-/// depthwise 3x3 (4,1,3,3), and a scalar (shape {1}); and TASO's constants: a 3x3 identity
+/// depthwise 3x3 (4,1,3,3), a scalar (shape {1}) and biases (4); and TASO's constants: a 3x3 identity
 /// kernel, a depthwise 3x3 average-pooling kernel, an identity matrix and ones.
 [[nodiscard]] inline GeneratorSpace default_generator_space() {
     using detail::float_tensor;
@@ -213,6 +216,14 @@ inline AttributeBuilder no_attributes() {
     add("v", {4, 4, 3, 1}, 1, TensorRole::weight);
     add("d", {4, 1, 3, 3}, 1, TensorRole::weight);
     add("s", {1}, 1, TensorRole::scalar);
+    // Convolution biases: every convolution of a trained network carries one once batch
+    // norms are folded, and rules about bias-free convolutions do not match it. They are
+    // read by the biased convolutions and by the ops that combine biases as the kernels'
+    // laws combine kernels (sums, scalings, channel concats and splits).
+    for (int i = 1; i <= 2; ++i)
+        space.variables.push_back({"b" + std::to_string(i), float_tensor({4}), TensorRole::bias, std::nullopt,
+                                   {"add", "scale", "concat0", "split0", "conv_s1_bias", "conv_s1_relu_bias",
+                                    "conv_s2_bias", "conv_s2_relu_bias"}});
     const auto constant = [&](const std::string& name, Shape shape, TensorRole role, GeneratorConstant value,
                               std::vector<std::string> readers) {
         space.variables.push_back({name, float_tensor(std::move(shape)), role, value, std::move(readers)});
@@ -228,7 +239,7 @@ inline AttributeBuilder no_attributes() {
     using Slot = RoleSignature::Slot;
     const RoleSignature unary{{Slot::same}}, binary{{Slot::same, Slot::same}}, on_data{{Slot::data}},
         weighted{{Slot::same, Slot::weight}}, scaled{{Slot::same, Slot::scalar}}, conv{{Slot::data, Slot::weight}, true},
-        on_weight{{Slot::weight}};
+        biased_conv{{Slot::data, Slot::weight, Slot::bias}, true}, on_weight{{Slot::weight}};
     space.ops = {
         {"matmul", OpKind::MatMul, 2, detail::matrix_builder(), weighted},
         {"add", OpKind::Add, 2, detail::elementwise_builder(false), binary},
@@ -239,6 +250,10 @@ inline AttributeBuilder no_attributes() {
         {"conv_s1_relu", OpKind::Conv2D, 2, conv_builder(1, Activation::Relu), conv},
         {"conv_s2", OpKind::Conv2D, 2, conv_builder(2, Activation::None), conv},
         {"conv_s2_relu", OpKind::Conv2D, 2, conv_builder(2, Activation::Relu), conv},
+        {"conv_s1_bias", OpKind::Conv2D, 3, conv_builder(1, Activation::None), biased_conv},
+        {"conv_s1_relu_bias", OpKind::Conv2D, 3, conv_builder(1, Activation::Relu), biased_conv},
+        {"conv_s2_bias", OpKind::Conv2D, 3, conv_builder(2, Activation::None), biased_conv},
+        {"conv_s2_relu_bias", OpKind::Conv2D, 3, conv_builder(2, Activation::Relu), biased_conv},
         {"concat0", OpKind::Concat, 2, detail::axis_builder(0), binary},
         {"concat1", OpKind::Concat, 2, detail::axis_builder(1), binary},
         {"split0", OpKind::Split, 1, detail::halves_builder(0), unary},

@@ -16,10 +16,12 @@
 /// attribute the source pattern leaves open (`src r = Reshape(x)` has no `shape`) may be
 /// given as `label.attribute=value` (`r.shape=[2, 3]`), kept under that key in `symbols`.
 
+#include <rlflow/core/canonical.hpp>
 #include <rlflow/rewrite/applier.hpp>
 #include <rlflow/rewrite/detail/evaluate.hpp>
 #include <rlflow/rewrite/detail/rule_text_cursor.hpp>
 #include <rlflow/rewrite/detail/rule_text_writer.hpp>
+#include <rlflow/rewrite/graph_index.hpp>
 #include <rlflow/rewrite/matcher.hpp>
 #include <rlflow/rewrite/rule.hpp>
 #include <rlflow/rewrite/rule_set.hpp>
@@ -342,6 +344,36 @@ inline void read_instance_symbol(const Rule& rule, TextCursor& c, bool dollar, s
     auto source = detail::build_source(rule, instance);
     if (!source) return std::nullopt;
     return std::move(source->graph);
+}
+
+/// The first rule of `known` that does what `rule` does at `instance`: it has a location
+/// covering exactly the instantiated source nodes, and applying it there leaves the same
+/// graph (equal canonical forms) as applying `rule` does. nullopt if no rule of `known`
+/// does, or if the instance does not fit. Next to such a rule, `rule` adds nothing.
+[[nodiscard]] inline std::optional<std::uint32_t> known_rule_doing(const Rule& rule, const RuleInstance& instance,
+                                                                   const RuleSet& known) {
+    const auto source = detail::build_source(rule, instance);
+    if (!source) return std::nullopt;
+    const RuleSet self(std::vector<Rule>{rule});
+    std::vector<CanonicalForm> targets;
+    for (const Location& l : detail::covering_locations(self, *source))
+        targets.push_back(canonical_form(apply_copy(source->graph, self, 0, l)));
+    if (targets.empty()) return std::nullopt;
+    const auto count = static_cast<std::ptrdiff_t>(rule.source.size());
+    const GraphIndex index(source->graph);
+    Matcher matcher(known, source->graph, index);
+    std::vector<Location> found;
+    for (std::uint32_t k = 0; k < known.size(); ++k) {
+        if (known[k].source.size() != rule.source.size()) continue;
+        found.clear();
+        matcher.find_all(k, found);
+        for (const Location& l : found) {
+            if (!std::is_permutation(l.nodes.begin(), l.nodes.begin() + count, source->location.nodes.begin())) continue;
+            const CanonicalForm result = canonical_form(apply_copy(source->graph, known, k, l));
+            if (std::find(targets.begin(), targets.end(), result) != targets.end()) return k;
+        }
+    }
+    return std::nullopt;
 }
 
 /// Instantiates the source for each instance, finds the rule's locations covering exactly

@@ -194,6 +194,7 @@ private:
         switch (roles.inputs.at(slot)) {
             case Slot::data: return role == TensorRole::data;
             case Slot::weight: return role == TensorRole::weight;
+            case Slot::bias: return role == TensorRole::bias;
             case Slot::scalar: return role == TensorRole::scalar;
             case Slot::same: return slot == 0 ? role != TensorRole::scalar : role == m_tensors[node.inputs[0]].role;
         }
