@@ -2,6 +2,8 @@
 // through the executor, next to the raw Eigen GEMMs of the same shapes (the conv's is
 // its im2col GEMM), all reporting GFLOP/s.
 
+#include "eigen_baseline.hpp"
+
 #include <rlflow/exec.hpp>
 
 #include <Eigen/Core>
@@ -16,7 +18,6 @@ using rlflow::DType;
 using rlflow::Graph;
 using rlflow::OpKind;
 using Ints = std::vector<std::int64_t>;
-using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 constexpr std::uint64_t seed = 1;
 constexpr double giga = 1e9;
@@ -53,13 +54,7 @@ void run_graph(benchmark::State& state, const Graph& g, double flops) {
 }
 
 void raw_gemm(benchmark::State& state, std::int64_t m, std::int64_t k, std::int64_t n) {
-    const RowMajor a = RowMajor::Random(m, k), b = RowMajor::Random(k, n);
-    RowMajor c(m, n);
-    for (auto _ : state) {
-        c.noalias() = a * b;
-        benchmark::DoNotOptimize(c.data());
-        benchmark::ClobberMemory();
-    }
+    bench_support::time_eigen_product(state, m, k, n);
     set_rate(state, gemm_flops(m, k, n));
 }
 

@@ -7,6 +7,7 @@
 #include <rlflow/cost.hpp>
 #include <rlflow/exec.hpp>
 #include <rlflow/models.hpp>
+#include <rlflow/nn.hpp>
 #include <rlflow/onnx.hpp>
 #include <rlflow/rewrite.hpp>
 #include <rlflow/search.hpp>

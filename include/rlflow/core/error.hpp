@@ -40,6 +40,8 @@ RLFLOW_DEFINE_ERROR(graph_error);
 RLFLOW_DEFINE_ERROR(rule_error);
 /// A corrupt or incompatible checkpoint.
 RLFLOW_DEFINE_ERROR(checkpoint_error);
+/// A training step that cannot go on (a NaN or infinite gradient or update).
+RLFLOW_DEFINE_ERROR(training_error);
 /// A failed CUDA, cuBLAS or cuDNN call.
 RLFLOW_DEFINE_ERROR(cuda_error);
 /// A file that cannot be read or written.

@@ -1,0 +1,146 @@
+#pragma once
+/// \file
+/// The CPU tensor backend: buffers in host memory, gemm through Eigen's blocked kernels,
+/// and plain loops for the element-wise, reduction and row primitives (which the compiler
+/// vectorises). `EigenBackend<double>` runs the same op bodies in float64, which is what
+/// the finite-difference gradient checks use.
+
+#include <rlflow/nn/tensor_backend.hpp>
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace rlflow::nn::backend {
+
+template <class T>
+struct EigenBackend {
+    using Scalar = T;
+    using Buffer = std::vector<T>;
+    using IndexBuffer = std::vector<std::int32_t>;
+    static constexpr std::string_view name = sizeof(T) == 4 ? "eigen" : "eigen-float64";
+
+    [[nodiscard]] static Buffer allocate(std::size_t n) { return Buffer(n, T(0)); }
+    [[nodiscard]] static Buffer upload(std::span<const T> host) { return Buffer(host.begin(), host.end()); }
+    [[nodiscard]] static std::vector<T> download(const Buffer& buffer) { return buffer; }
+    [[nodiscard]] static T* data(Buffer& buffer) noexcept { return buffer.data(); }
+    [[nodiscard]] static const T* data(const Buffer& buffer) noexcept { return buffer.data(); }
+    [[nodiscard]] static IndexBuffer upload_indices(std::span<const std::int32_t> host) {
+        return IndexBuffer(host.begin(), host.end());
+    }
+    [[nodiscard]] static const std::int32_t* data(const IndexBuffer& buffer) noexcept { return buffer.data(); }
+
+    static void fill(T* out, std::int64_t n, T value) { std::fill(out, out + n, value); }
+    static void copy(T* out, const T* in, std::int64_t n) { std::copy(in, in + n, out); }
+
+    /// C = alpha op(A) op(B) + beta C for `count` matrices, row-major with leading
+    /// dimensions lda, ldb, ldc; matrix i starts i * stride after the first.
+    static void gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
+                     std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc, std::int64_t count,
+                     std::int64_t stride_a, std::int64_t stride_b, std::int64_t stride_c) {
+        using Matrix = ::Eigen::Matrix<T, ::Eigen::Dynamic, ::Eigen::Dynamic, ::Eigen::RowMajor>;
+        using ConstMap = ::Eigen::Map<const Matrix, 0, ::Eigen::OuterStride<>>;
+        using Map = ::Eigen::Map<Matrix, 0, ::Eigen::OuterStride<>>;
+        for (std::int64_t i = 0; i < count; ++i) {
+            const ConstMap A(a + i * stride_a, ta == Transpose::no ? m : k, ta == Transpose::no ? k : m, ::Eigen::OuterStride<>(lda));
+            const ConstMap B(b + i * stride_b, tb == Transpose::no ? k : n, tb == Transpose::no ? n : k, ::Eigen::OuterStride<>(ldb));
+            Map C(c + i * stride_c, m, n, ::Eigen::OuterStride<>(ldc));
+            if (beta == T(0)) C.setZero();
+            else if (beta != T(1)) C *= beta;
+            if (ta == Transpose::no && tb == Transpose::no) C.noalias() += alpha * A * B;
+            else if (ta == Transpose::no) C.noalias() += alpha * A * B.transpose();
+            else if (tb == Transpose::no) C.noalias() += alpha * A.transpose() * B;
+            else C.noalias() += alpha * A.transpose() * B.transpose();
+        }
+    }
+
+    /// out[i] = Fn(a[strided i]).
+    template <class Fn>
+    static void map(const Strided3& p, T* out, const T* a) {
+        for (std::int64_t i = 0; i < p.dims[0]; ++i)
+            for (std::int64_t j = 0; j < p.dims[1]; ++j) {
+                const T* ra = a + i * p.a[0] + j * p.a[1];
+                T* o = out + (i * p.dims[1] + j) * p.dims[2];
+                if (p.a[2] == 1) {
+                    for (std::int64_t k = 0; k < p.dims[2]; ++k) o[k] = Fn::apply(ra[k]);
+                } else {
+                    for (std::int64_t k = 0; k < p.dims[2]; ++k) o[k] = Fn::apply(ra[k * p.a[2]]);
+                }
+            }
+    }
+
+    /// out[i] = Fn(a[strided i], b[strided i]).
+    template <class Fn>
+    static void zip(const Strided3& p, T* out, const T* a, const T* b) {
+        for (std::int64_t i = 0; i < p.dims[0]; ++i)
+            for (std::int64_t j = 0; j < p.dims[1]; ++j) {
+                const T* ra = a + i * p.a[0] + j * p.a[1];
+                const T* rb = b + i * p.b[0] + j * p.b[1];
+                T* o = out + (i * p.dims[1] + j) * p.dims[2];
+                if (p.a[2] == 1 && p.b[2] == 1) {
+                    for (std::int64_t k = 0; k < p.dims[2]; ++k) o[k] = Fn::apply(ra[k], rb[k]);
+                } else {
+                    for (std::int64_t k = 0; k < p.dims[2]; ++k) o[k] = Fn::apply(ra[k * p.a[2]], rb[k * p.b[2]]);
+                }
+            }
+    }
+
+    /// out[strided i] += in[i] over p.dims (p.a: out's strides, 0 along summed axes).
+    static void accumulate(const Strided3& p, T* out, const T* in) {
+        for (std::int64_t i = 0; i < p.dims[0]; ++i)
+            for (std::int64_t j = 0; j < p.dims[1]; ++j) {
+                T* o = out + i * p.a[0] + j * p.a[1];
+                const T* r = in + (i * p.dims[1] + j) * p.dims[2];
+                if (p.a[2] == 0) {
+                    T sum = T(0);
+                    for (std::int64_t k = 0; k < p.dims[2]; ++k) sum += r[k];
+                    *o += sum;
+                } else {
+                    for (std::int64_t k = 0; k < p.dims[2]; ++k) o[k * p.a[2]] += r[k];
+                }
+            }
+    }
+
+    static void row_max(T* out, const T* in, std::int64_t rows, std::int64_t cols) {
+        for (std::int64_t r = 0; r < rows; ++r) {
+            T best = -std::numeric_limits<T>::infinity();
+            for (std::int64_t c = 0; c < cols; ++c) best = std::max(best, in[r * cols + c]);
+            out[r] = best;
+        }
+    }
+    static void row_sum(T* out, const T* in, std::int64_t rows, std::int64_t cols) {
+        for (std::int64_t r = 0; r < rows; ++r) {
+            T sum = T(0);
+            for (std::int64_t c = 0; c < cols; ++c) sum += in[r * cols + c];
+            out[r] = sum;
+        }
+    }
+
+    static void gather_rows(T* out, const T* in, const std::int32_t* index, std::int64_t rows, std::int64_t cols) {
+        for (std::int64_t r = 0; r < rows; ++r) std::copy_n(in + index[r] * cols, cols, out + r * cols);
+    }
+    static void scatter_add_rows(T* out, const T* in, const std::int32_t* index, std::int64_t rows, std::int64_t cols) {
+        for (std::int64_t r = 0; r < rows; ++r) {
+            T* o = out + static_cast<std::int64_t>(index[r]) * cols;
+            const T* i = in + r * cols;
+            for (std::int64_t c = 0; c < cols; ++c) o[c] += i[c];
+        }
+    }
+    static void copy_block(T* out, std::int64_t ld_out, const T* in, std::int64_t ld_in, std::int64_t rows, std::int64_t cols) {
+        for (std::int64_t r = 0; r < rows; ++r) std::copy_n(in + r * ld_in, cols, out + r * ld_out);
+    }
+};
+
+/// The CPU backend in float32: what agents train with.
+using Eigen = EigenBackend<float>;
+/// The CPU backend in float64: gradient checks.
+using EigenDouble = EigenBackend<double>;
+
+static_assert(TensorBackend<Eigen> && TensorBackend<EigenDouble>);
+
+}  // namespace rlflow::nn::backend

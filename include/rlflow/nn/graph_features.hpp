@@ -1,0 +1,100 @@
+#pragma once
+/// \file
+/// `graph_features`: an rlflow::Graph as a HostGraph, the input of a GraphBatch and so of
+/// the graph network that encodes an RL observation. Deliberately modest (SPEC: "node
+/// features: op type, log-scaled shapes, op cost; edge features: tensor dims"):
+///
+/// - a node per graph node (source nodes included), in id order;
+/// - an edge per use of a tensor, from its producer to its consumer, in producer id,
+///   output, then use order (a node reading one tensor twice gets two edges);
+/// - node features: a one-hot of the op kind (op_kind_count entries, Opaque last), then
+///   log-scaled element count of the first output and log-scaled FLOPs of the op;
+/// - edge features: the tensor's first four dims log-scaled (0 past its rank), its
+///   log-scaled element count, and its rank / Shape::max_rank;
+/// - global features: log-scaled node count, edge count and total FLOPs.
+///
+/// "Log-scaled" is ln(1 + x) / ln(1 + 2^24): counts up to 2^24 land in [0, 1], and larger
+/// ones (FLOPs of a big convolution) only a little above 1. Symbolic (unknown) dims count
+/// as 0. The op's measured cost, where an environment has it, is for the caller to append.
+
+#include <rlflow/core/graph.hpp>
+#include <rlflow/core/op_kind.hpp>
+#include <rlflow/core/op_traits.hpp>
+#include <rlflow/nn/graph_net.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace rlflow::nn {
+
+/// How many leading tensor dims an edge describes one by one.
+inline constexpr std::int64_t edge_feature_dims = 4;
+/// The count that log scaling maps to 1.
+inline constexpr double log_feature_reference = 16777216.0;  // 2^24
+
+/// Widths of graph_features' output.
+inline constexpr FeatureSizes graph_feature_sizes{
+    .edge = edge_feature_dims + 2,
+    .node = static_cast<std::int64_t>(op_kind_count) + 2,
+    .global = 3,
+};
+
+/// ln(1 + x) / ln(1 + 2^24), with negative x (unknown) as 0.
+[[nodiscard]] inline double log_feature(double x) {
+    return std::log1p(std::max(x, 0.0)) / std::log1p(log_feature_reference);
+}
+
+namespace detail {
+
+/// FLOPs of node `n` of `g`, from its op's traits.
+[[nodiscard]] inline double node_flops(const Graph& g, const Node& n) {
+    const std::vector<TensorType> inputs = g.types_of(n.inputs);
+    std::vector<TensorType> outputs;
+    for (const NodeOutput& o : n.outputs) outputs.push_back(o.type);
+    return n.traits().flops(OpContext{n.attributes, inputs, outputs, {}});
+}
+
+/// The edge features of a tensor of `shape` (graph_feature_sizes.edge values).
+inline void append_edge_features(std::vector<double>& out, const Shape& shape) {
+    for (int i = 0; i < edge_feature_dims; ++i) out.push_back(i < shape.rank() ? log_feature(static_cast<double>(shape[i])) : 0.0);
+    out.push_back(log_feature(static_cast<double>(shape.numel())));
+    out.push_back(static_cast<double>(shape.rank()) / Shape::max_rank);
+}
+
+}  // namespace detail
+
+/// The features and edges of `g` (see the file comment), with graph_feature_sizes.
+[[nodiscard]] inline HostGraph graph_features(const Graph& g) {
+    HostGraph host;
+    host.sizes = graph_feature_sizes;
+    host.num_nodes = static_cast<std::int64_t>(g.num_nodes());
+    // Node ids may have gaps after edits: number the live nodes densely, in id order.
+    std::vector<std::int32_t> dense(g.id_bound(), -1);
+    std::int32_t next = 0;
+    for (const Node& n : g.nodes()) dense[n.id.value] = next++;
+    double total_flops = 0;
+    for (const Node& n : g.nodes()) {
+        const auto first = host.nodes.size();
+        host.nodes.resize(first + static_cast<std::size_t>(graph_feature_sizes.node), 0.0);
+        host.nodes[first + static_cast<std::size_t>(n.op)] = 1.0;
+        const double flops = detail::node_flops(g, n);
+        total_flops += flops;
+        const double elements = n.outputs.empty() ? 0.0 : static_cast<double>(n.outputs.front().type.shape.numel());
+        host.nodes[first + op_kind_count] = log_feature(elements);
+        host.nodes[first + op_kind_count + 1] = log_feature(flops);
+        for (const NodeOutput& output : n.outputs)
+            for (const Use& use : output.uses) {
+                host.senders.push_back(dense[n.id.value]);
+                host.receivers.push_back(dense[use.node.value]);
+                detail::append_edge_features(host.edges, output.type.shape);
+            }
+    }
+    host.globals = {log_feature(static_cast<double>(host.num_nodes)), log_feature(static_cast<double>(host.num_edges())),
+                    log_feature(total_flops)};
+    return host;
+}
+
+}  // namespace rlflow::nn

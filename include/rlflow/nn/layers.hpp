@@ -1,0 +1,161 @@
+#pragma once
+/// \file
+/// The basic modules: `Linear` (y = x W + b), `LayerNorm` (a learned scale and shift over
+/// the last axis) and `Mlp` (linear layers with an activation between them, optionally
+/// layer-normalised at the end, as the graph-nets blocks use). Weights are initialised
+/// orthogonally (Saxe et al.) with a gain, biases at zero.
+///
+/// Every module names its parameters hierarchically ("encoder.edge.0.weight") and lists
+/// them with `parameters()`, in a fixed order: what optimisers step and checkpoints save.
+
+#include <rlflow/core/error.hpp>
+#include <rlflow/core/random.hpp>
+#include <rlflow/nn/ops.hpp>
+#include <rlflow/nn/tape.hpp>
+
+#include <Eigen/QR>
+
+#include <algorithm>
+#include <cmath>
+#include <concepts>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace rlflow::nn {
+
+/// Anything with named parameters.
+template <class M, class B>
+concept Module = requires(M& m) {
+    { m.parameters() } -> std::same_as<std::vector<Parameter<B>*>>;
+};
+
+/// A (rows, cols) matrix with orthonormal rows or columns (whichever are fewer), times
+/// `gain`, from the QR decomposition of a standard normal matrix (signs fixed by R's
+/// diagonal, so the draw is uniform over orthogonal matrices).
+[[nodiscard]] inline std::vector<double> orthogonal_values(std::int64_t rows, std::int64_t cols, double gain, Rng& rng) {
+    const std::int64_t tall = std::max(rows, cols), wide = std::min(rows, cols);
+    ::Eigen::MatrixXd a(tall, wide);
+    for (std::int64_t i = 0; i < tall; ++i)
+        for (std::int64_t j = 0; j < wide; ++j) a(i, j) = rng.normal();
+    const ::Eigen::HouseholderQR<::Eigen::MatrixXd> qr(a);
+    ::Eigen::MatrixXd q = qr.householderQ() * ::Eigen::MatrixXd::Identity(tall, wide);
+    const ::Eigen::MatrixXd r = qr.matrixQR();
+    for (std::int64_t j = 0; j < wide; ++j)
+        if (r(j, j) < 0) q.col(j) *= -1;
+    std::vector<double> out(static_cast<std::size_t>(rows * cols));
+    for (std::int64_t i = 0; i < rows; ++i)
+        for (std::int64_t j = 0; j < cols; ++j) out[static_cast<std::size_t>(i * cols + j)] = gain * (rows >= cols ? q(i, j) : q(j, i));
+    return out;
+}
+
+/// A tensor of `shape` (rank 2) initialised orthogonally.
+template <TensorBackend B>
+[[nodiscard]] Tensor<B> orthogonal(const Shape& shape, double gain, Rng& rng) {
+    RLFLOW_EXPECTS(shape.rank() == 2, shape_error, "orthogonal initialisation of a matrix, not " + shape.to_string());
+    const std::vector<double> v = orthogonal_values(shape[0], shape[1], gain, rng);
+    return Tensor<B>::from_host(shape, std::vector<typename B::Scalar>(v.begin(), v.end()));
+}
+
+/// y = x W + b for x (…, in): W (in, out), b (out).
+template <TensorBackend B>
+class Linear {
+public:
+    Linear() = default;
+    Linear(std::string name, std::int64_t in, std::int64_t out, Rng& rng, double gain = std::sqrt(2.0))
+        : m_name(std::move(name)), m_weight(m_name + ".weight", orthogonal<B>(Shape{in, out}, gain, rng)),
+          m_bias(m_name + ".bias", Tensor<B>(Shape{out})) {}
+
+    [[nodiscard]] Var<B> operator()(Tape<B>& tape, Var<B> x) {
+        RLFLOW_EXPECTS(x.dim(-1) == in_features(), shape_error,
+                       "linear '" + m_name + "' takes " + std::to_string(in_features()) + " features, got " + x.shape().to_string());
+        return add(matmul(x, tape.parameter(m_weight)), tape.parameter(m_bias));
+    }
+    [[nodiscard]] std::int64_t in_features() const { return m_weight.value.dim(0); }
+    [[nodiscard]] std::int64_t out_features() const { return m_weight.value.dim(1); }
+    [[nodiscard]] std::vector<Parameter<B>*> parameters() { return {&m_weight, &m_bias}; }
+    [[nodiscard]] Parameter<B>& weight() noexcept { return m_weight; }
+    [[nodiscard]] Parameter<B>& bias() noexcept { return m_bias; }
+
+private:
+    std::string m_name;
+    Parameter<B> m_weight;
+    Parameter<B> m_bias;
+};
+
+/// Learned scale (ones) and shift (zeros) after normalising the last axis.
+template <TensorBackend B>
+class LayerNorm {
+public:
+    LayerNorm() = default;
+    LayerNorm(const std::string& name, std::int64_t features)
+        : m_gamma(name + ".gamma", Tensor<B>(Shape{features}, typename B::Scalar(1))), m_beta(name + ".beta", Tensor<B>(Shape{features})) {}
+    [[nodiscard]] Var<B> operator()(Tape<B>& tape, Var<B> x) {
+        return layer_norm(x, tape.parameter(m_gamma), tape.parameter(m_beta));
+    }
+    [[nodiscard]] std::vector<Parameter<B>*> parameters() { return {&m_gamma, &m_beta}; }
+
+private:
+    Parameter<B> m_gamma;
+    Parameter<B> m_beta;
+};
+
+enum class Activation : std::uint8_t { relu, tanh };
+
+template <TensorBackend B>
+[[nodiscard]] Var<B> activate(Var<B> x, Activation a) {
+    return a == Activation::relu ? relu(x) : tanh(x);
+}
+
+/// Layer sizes and options of an Mlp.
+struct MlpOptions {
+    /// in, hidden..., out (at least two entries).
+    std::vector<std::int64_t> sizes;
+    Activation activation = Activation::relu;
+    /// Apply the activation after the last layer too.
+    bool activate_output = false;
+    /// Layer-normalise the output (graph-nets MLPs do).
+    bool layer_norm_output = false;
+    /// Gain of the last layer's orthogonal initialisation (small for policy heads).
+    double output_gain = std::sqrt(2.0);
+};
+
+template <TensorBackend B>
+class Mlp {
+public:
+    Mlp() = default;
+    Mlp(const std::string& name, MlpOptions options, Rng& rng) : m_options(std::move(options)) {
+        RLFLOW_EXPECTS(m_options.sizes.size() >= 2, precondition_error, "mlp '" + name + "' needs an input and an output size");
+        for (std::size_t i = 0; i + 1 < m_options.sizes.size(); ++i) {
+            const bool last = i + 2 == m_options.sizes.size();
+            m_layers.emplace_back(name + "." + std::to_string(i), m_options.sizes[i], m_options.sizes[i + 1], rng,
+                                  last ? m_options.output_gain : std::sqrt(2.0));
+        }
+        if (m_options.layer_norm_output) m_norm = LayerNorm<B>(name + ".norm", m_options.sizes.back());
+    }
+
+    [[nodiscard]] Var<B> operator()(Tape<B>& tape, Var<B> x) {
+        for (std::size_t i = 0; i < m_layers.size(); ++i) {
+            x = m_layers[i](tape, x);
+            if (i + 1 < m_layers.size() || m_options.activate_output) x = activate(x, m_options.activation);
+        }
+        return m_options.layer_norm_output ? m_norm(tape, x) : x;
+    }
+    [[nodiscard]] std::vector<Parameter<B>*> parameters() {
+        std::vector<Parameter<B>*> out;
+        for (Linear<B>& l : m_layers)
+            for (Parameter<B>* p : l.parameters()) out.push_back(p);
+        if (m_options.layer_norm_output)
+            for (Parameter<B>* p : m_norm.parameters()) out.push_back(p);
+        return out;
+    }
+    [[nodiscard]] std::int64_t out_features() const { return m_options.sizes.back(); }
+
+private:
+    MlpOptions m_options;
+    std::vector<Linear<B>> m_layers;
+    LayerNorm<B> m_norm;
+};
+
+}  // namespace rlflow::nn

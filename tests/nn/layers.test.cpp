@@ -1,0 +1,149 @@
+// The modules: Linear, LayerNorm inside an Mlp. Values against hand computations,
+// gradients of every parameter and of the input against finite differences in float64,
+// orthogonal initialisation, parameter names and order, and shape errors.
+#include "gradient_check.hpp"
+
+#include <rlflow/nn/layers.hpp>
+
+#include <Eigen/Core>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+using namespace nn_test;
+namespace nn = rlflow::nn;
+
+namespace {
+
+using Forward = std::function<V(nn::Tape<Double>&, V)>;
+
+/// The gradient check of a module on one input: every module parameter and the input,
+/// through weighted_sum of forward(input), which must have `output_shape`.
+double check_module_gradients(std::vector<P*> params, const Forward& forward, const T& input_value, const Shape& output_shape) {
+    P input("input", input_value);
+    params.push_back(&input);
+    return check_parameter_gradients(params, [&](nn::Tape<Double>& tape) {
+        const V out = forward(tape, tape.parameter(input));
+        REQUIRE(out.shape() == output_shape);
+        return weighted_sum(tape, out, 7);
+    });
+}
+
+/// W^T W for a (rows, cols) row-major matrix.
+Eigen::MatrixXd gram_of_columns(const std::vector<double>& w, std::int64_t rows, std::int64_t cols) {
+    const Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> m(w.data(), rows, cols);
+    return m.transpose() * m;
+}
+
+}  // namespace
+
+TEST_CASE("linear computes x W + b, and its gradients match finite differences for matrix and batched input") {
+    Rng rng(3);
+    nn::Linear<Double> linear("fc", 4, 3, rng);
+    linear.weight().value = random_tensor(Shape{4, 3}, rng);
+    linear.bias().value = random_tensor(Shape{3}, rng);
+
+    nn::Tape<Double> tape;
+    const auto w = linear.weight().value.to_host();
+    const auto b = linear.bias().value.to_host();
+    const std::vector<double> x{1, -2, 0.5, 3};
+    const auto y = linear(tape, tape.constant(T::from_host(Shape{1, 4}, x))).value().to_host();
+    for (std::size_t j = 0; j < 3; ++j) {
+        double expected = b[j];
+        for (std::size_t i = 0; i < 4; ++i) expected += x[i] * w[i * 3 + j];
+        CHECK(y[j] == doctest::Approx(expected).epsilon(1e-12));
+    }
+
+    const Forward forward = [&](nn::Tape<Double>& t, V input) { return linear(t, input); };
+    CHECK(check_module_gradients(linear.parameters(), forward, random_tensor(Shape{5, 4}, rng), Shape{5, 3}) < 1e-6);
+    // Rank 3: a batch of matrices against one weight matrix.
+    CHECK(check_module_gradients(linear.parameters(), forward, random_tensor(Shape{2, 5, 4}, rng), Shape{2, 5, 3}) < 1e-6);
+}
+
+TEST_CASE("an mlp with tanh and a layer-normalised output has exact gradients") {
+    Rng rng(5);
+    nn::MlpOptions options;
+    options.sizes = {3, 6, 4};
+    options.activation = nn::Activation::tanh;
+    options.layer_norm_output = true;
+    nn::Mlp<Double> mlp("mlp", options, rng);
+    // Non-trivial scale and shift, so their gradients are not the ones at the initial values.
+    for (P* p : mlp.parameters())
+        if (p->name.ends_with(".gamma") || p->name.ends_with(".beta")) p->value = random_tensor(p->value.shape(), rng, 0.5, 1.5);
+    const Forward forward = [&](nn::Tape<Double>& t, V input) { return mlp(t, input); };
+    CHECK(check_module_gradients(mlp.parameters(), forward, random_tensor(Shape{5, 3}, rng), Shape{5, 4}) < 1e-6);
+
+    // The output is normalised per row before the scale and shift: with gamma 1 and beta 0
+    // every row has mean 0 and variance 1 (up to the epsilon).
+    nn::Mlp<Double> fresh("fresh", options, rng);
+    nn::Tape<Double> tape;
+    const auto out = fresh(tape, tape.constant(random_tensor(Shape{2, 3}, rng))).value().to_host();
+    for (std::size_t r = 0; r < 2; ++r) {
+        double mean = 0, square = 0;
+        for (std::size_t c = 0; c < 4; ++c) mean += out[r * 4 + c] / 4;
+        for (std::size_t c = 0; c < 4; ++c) square += (out[r * 4 + c] - mean) * (out[r * 4 + c] - mean) / 4;
+        CHECK(mean == doctest::Approx(0).epsilon(1e-9).scale(1));
+        CHECK(square == doctest::Approx(1).epsilon(1e-3));
+    }
+}
+
+TEST_CASE("orthogonal initialisation gives orthonormal columns of a tall and rows of a wide matrix, times the gain") {
+    constexpr double gain = 1.7;
+    Rng rng(11);
+    const std::vector<double> tall = nn::orthogonal_values(6, 3, gain, rng);
+    CHECK(gram_of_columns(tall, 6, 3).isApprox(gain * gain * Eigen::MatrixXd::Identity(3, 3), 1e-12));
+    const std::vector<double> wide = nn::orthogonal_values(3, 6, gain, rng);
+    // W W^T is the Gram matrix of the columns of W^T.
+    Eigen::Map<const Eigen::Matrix<double, 3, 6, Eigen::RowMajor>> w(wide.data());
+    CHECK((w * w.transpose()).isApprox(gain * gain * Eigen::Matrix3d::Identity(), 1e-12));
+    // A square one is orthogonal both ways.
+    const std::vector<double> square = nn::orthogonal_values(4, 4, 1.0, rng);
+    CHECK(gram_of_columns(square, 4, 4).isApprox(Eigen::MatrixXd::Identity(4, 4), 1e-12));
+
+    // It is a random draw, determined by the seed.
+    Rng same(11), other(12);
+    CHECK(nn::orthogonal_values(6, 3, gain, same) == tall);
+    CHECK(nn::orthogonal_values(6, 3, gain, other) != tall);
+
+    // Linear's weights are drawn the same way, with gain sqrt 2, and its bias is zero.
+    Rng layer_rng(2);
+    nn::Linear<Double> linear("fc", 8, 5, layer_rng);
+    CHECK(gram_of_columns(linear.weight().value.to_host(), 8, 5).isApprox(2.0 * Eigen::MatrixXd::Identity(5, 5), 1e-12));
+    CHECK(linear.bias().value.to_host() == std::vector<double>(5, 0.0));
+}
+
+TEST_CASE("module parameters are named hierarchically and listed in layer order, layer norm last") {
+    Rng rng(1);
+    nn::MlpOptions options;
+    options.sizes = {3, 8, 8, 2};
+    options.layer_norm_output = true;
+    nn::Mlp<nn::backend::Eigen> mlp("encoder.edge", options, rng);
+    std::vector<std::string> names;
+    std::vector<Shape> shapes;
+    for (const auto* p : mlp.parameters()) {
+        names.push_back(p->name);
+        shapes.push_back(p->value.shape());
+    }
+    CHECK(names == std::vector<std::string>{"encoder.edge.0.weight", "encoder.edge.0.bias", "encoder.edge.1.weight", "encoder.edge.1.bias",
+                                            "encoder.edge.2.weight", "encoder.edge.2.bias", "encoder.edge.norm.gamma",
+                                            "encoder.edge.norm.beta"});
+    CHECK(shapes == std::vector<Shape>{{3, 8}, {8}, {8, 8}, {8}, {8, 2}, {2}, {2}, {2}});
+    CHECK(mlp.parameters().back()->value.to_host() == std::vector<float>{0, 0});
+    CHECK(mlp.parameters()[6]->value.to_host() == std::vector<float>{1, 1});
+
+    nn::MlpOptions plain;
+    plain.sizes = {3, 2};
+    CHECK(nn::Mlp<nn::backend::Eigen>("head", plain, rng).parameters().size() == 2);
+}
+
+TEST_CASE("linear rejects input of the wrong width, naming the layer and both sizes") {
+    Rng rng(1);
+    nn::Linear<Double> linear("fc", 4, 3, rng);
+    nn::Tape<Double> tape;
+    const V x = tape.constant(T(Shape{2, 5}));
+    CHECK_THROWS_WITH_AS((void)linear(tape, x), "[rlflow.shape_error] linear 'fc' takes 4 features, got (2,5)", shape_error);
+    CHECK_THROWS_WITH_AS((void)nn::Mlp<Double>("mlp", nn::MlpOptions{.sizes = {3}}, rng), "[rlflow.precondition_error] mlp 'mlp' needs an input and an output size",
+                         precondition_error);
+}
