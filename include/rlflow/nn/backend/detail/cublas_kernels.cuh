@@ -1,0 +1,119 @@
+#pragma once
+/// \file
+/// The CUDA kernels behind `nn::backend::Cublas` (nn/backend/cublas.hpp): element-wise maps
+/// over broadcast operands, scatter-sums, row reductions, row gather and scatter-add, fill.
+/// Every kernel is a template, so including this from several .cu files defines nothing
+/// twice. Indices are 64-bit: a tensor may hold more than 2^31 elements. nvcc only.
+
+#if !defined(__CUDACC__)
+#error "rlflow/nn/backend/detail/cublas_kernels.cuh holds CUDA kernels: include it only from .cu files compiled by nvcc"
+#endif
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace rlflow::nn::detail {
+
+/// Threads per block of the element-wise kernels and of the row reductions (a power of 2,
+/// which the reductions' tree needs).
+inline constexpr int cuda_block_threads = 256;
+/// The most blocks a grid-stride launch asks for; each thread then loops over the rest.
+inline constexpr std::int64_t cuda_max_blocks = 65535;
+
+/// Strided3 (tensor_backend.hpp) as plain arrays, which device code reads without
+/// std::array's host-only accessors.
+struct DeviceStrided3 {
+    std::int64_t dims[3];
+    std::int64_t a[3];
+    std::int64_t b[3];
+};
+
+/// The offset of flat output element i (row-major over dims) in an operand with `strides`.
+__device__ inline std::int64_t strided_offset(const DeviceStrided3& p, const std::int64_t* strides, std::int64_t i) {
+    const std::int64_t k = i % p.dims[2];
+    const std::int64_t rest = i / p.dims[2];
+    const std::int64_t j = rest % p.dims[1];
+    const std::int64_t h = rest / p.dims[1];
+    return h * strides[0] + j * strides[1] + k * strides[2];
+}
+
+__device__ inline std::int64_t grid_thread() {
+    return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ inline std::int64_t grid_threads() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
+
+template <class T>
+__global__ void fill_kernel(T* out, std::int64_t n, T value) {
+    for (std::int64_t i = grid_thread(); i < n; i += grid_threads()) out[i] = value;
+}
+
+/// out[i] = Fn(a[strided i]).
+template <class Fn, class T>
+__global__ void map_kernel(DeviceStrided3 p, std::int64_t n, T* out, const T* a) {
+    for (std::int64_t i = grid_thread(); i < n; i += grid_threads()) out[i] = Fn::apply(a[strided_offset(p, p.a, i)]);
+}
+
+/// out[i] = Fn(a[strided i], b[strided i]). `out` may alias `a` or `b` when that operand
+/// is read at i itself (unit strides), as Tape::accumulate does.
+template <class Fn, class T>
+__global__ void zip_kernel(DeviceStrided3 p, std::int64_t n, T* out, const T* a, const T* b) {
+    for (std::int64_t i = grid_thread(); i < n; i += grid_threads())
+        out[i] = Fn::apply(a[strided_offset(p, p.a, i)], b[strided_offset(p, p.b, i)]);
+}
+
+/// out[strided i] += in[i]; several i may share one output (0 strides), hence atomicAdd.
+template <class T>
+__global__ void accumulate_kernel(DeviceStrided3 p, std::int64_t n, T* out, const T* in) {
+    for (std::int64_t i = grid_thread(); i < n; i += grid_threads()) atomicAdd(out + strided_offset(p, p.a, i), in[i]);
+}
+
+struct MaxReduction {
+    template <class T> __device__ static T combine(T a, T b) { return a < b ? b : a; }
+};
+struct SumReduction {
+    template <class T> __device__ static T combine(T a, T b) { return a + b; }
+};
+
+/// out[r] = the Reduction of row r of a (rows, cols) matrix, starting from `identity`: one
+/// block per row, each thread folding a strided share of the columns, then a tree in
+/// shared memory.
+template <class Reduction, class T>
+__global__ void row_reduce_kernel(T* out, const T* in, std::int64_t rows, std::int64_t cols, T identity) {
+    __shared__ T partial[cuda_block_threads];
+    for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        T value = identity;
+        for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) value = Reduction::combine(value, in[r * cols + c]);
+        partial[threadIdx.x] = value;
+        __syncthreads();
+        for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+            if (threadIdx.x < half) partial[threadIdx.x] = Reduction::combine(partial[threadIdx.x], partial[threadIdx.x + half]);
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) out[r] = partial[0];
+        // The next row reuses `partial`.
+        __syncthreads();
+    }
+}
+
+/// out[r] = in[index[r]] for rows of `cols` scalars.
+template <class T>
+__global__ void gather_rows_kernel(T* out, const T* in, const std::int32_t* index, std::int64_t rows, std::int64_t cols) {
+    const std::int64_t n = rows * cols;
+    for (std::int64_t i = grid_thread(); i < n; i += grid_threads()) {
+        const std::int64_t r = i / cols, c = i % cols;
+        out[i] = in[static_cast<std::int64_t>(index[r]) * cols + c];
+    }
+}
+
+/// out[index[r]] += in[r]; rows may share an index, hence atomicAdd.
+template <class T>
+__global__ void scatter_add_rows_kernel(T* out, const T* in, const std::int32_t* index, std::int64_t rows, std::int64_t cols) {
+    const std::int64_t n = rows * cols;
+    for (std::int64_t i = grid_thread(); i < n; i += grid_threads()) {
+        const std::int64_t r = i / cols, c = i % cols;
+        atomicAdd(out + static_cast<std::int64_t>(index[r]) * cols + c, in[i]);
+    }
+}
+
+}  // namespace rlflow::nn::detail
