@@ -45,8 +45,10 @@ TEST_CASE("lstm cell names its fused gate parameters and starts with a forget bi
     for (std::size_t j = 0; j < bias.size(); ++j) CHECK(bias[j] == (j >= 4 && j < 8 ? 1.0 : 0.0));
     CHECK(nn::LstmCell<Double>("default", 3, rng).hidden_size() == nn::default_lstm_hidden);
     nn::Tape<Double> tape;
-    CHECK_THROWS_AS((void)cell(tape, tape.constant(T(Shape{2, 5})), cell.zero_state(tape, 2)), shape_error);
-    CHECK_THROWS_AS((void)cell(tape, tape.constant(T(Shape{2, 3})), cell.zero_state(tape, 3)), shape_error);
+    CHECK_THROWS_WITH_AS((void)cell(tape, tape.constant(T(Shape{2, 5})), cell.zero_state(tape, 2)),
+                         "[rlflow.shape_error] lstm 'world_model.rnn' takes (batch, 3) inputs, got (2,5)", shape_error);
+    CHECK_THROWS_WITH_AS((void)cell(tape, tape.constant(T(Shape{2, 3})), cell.zero_state(tape, 3)),
+                         "[rlflow.shape_error] lstm 'world_model.rnn' state h (3,4), c (3,4) for a batch of 2 needs (2,4)", shape_error);
 }
 
 TEST_CASE("lstm cell step matches the gate formulas by hand") {

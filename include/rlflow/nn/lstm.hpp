@@ -51,7 +51,8 @@ public:
     LstmCell() = default;
     /// Parameters are named `name + ".gates.weight"` and `name + ".gates.bias"`.
     LstmCell(const std::string& name, std::int64_t input_size, Rng& rng, std::int64_t hidden_size = default_lstm_hidden)
-        : m_hidden(hidden_size), m_gates(name + ".gates", input_size + hidden_size, 4 * hidden_size, rng, lstm_weight_gain) {
+        : m_name(name), m_hidden(hidden_size),
+          m_gates(name + ".gates", input_size + hidden_size, 4 * hidden_size, rng, lstm_weight_gain) {
         RLFLOW_EXPECTS(input_size > 0 && hidden_size > 0, precondition_error,
                        "lstm '" + name + "' needs positive sizes, got input " + std::to_string(input_size) + " and hidden "
                            + std::to_string(hidden_size));
@@ -64,11 +65,11 @@ public:
     /// The next state from x (batch, input) and `state`.
     [[nodiscard]] LstmState<B> operator()(Tape<B>& tape, Var<B> x, const LstmState<B>& state) {
         RLFLOW_EXPECTS(x.shape().rank() == 2 && x.dim(1) == input_size(), shape_error,
-                       "lstm '" + name() + "' takes (batch, " + std::to_string(input_size()) + ") inputs, got "
+                       "lstm '" + m_name + "' takes (batch, " + std::to_string(input_size()) + ") inputs, got "
                            + x.shape().to_string());
         const Shape state_shape{x.dim(0), m_hidden};
         RLFLOW_EXPECTS(state.h.shape() == state_shape && state.c.shape() == state_shape, shape_error,
-                       "lstm '" + name() + "' state h " + state.h.shape().to_string() + ", c " + state.c.shape().to_string()
+                       "lstm '" + m_name + "' state h " + state.h.shape().to_string() + ", c " + state.c.shape().to_string()
                            + " for a batch of " + std::to_string(x.dim(0)) + " needs " + state_shape.to_string());
         const Var<B> gates = m_gates(tape, concat<B>({x, state.h}, 1));
         const std::int64_t n = m_hidden;
@@ -92,8 +93,7 @@ public:
     [[nodiscard]] std::vector<Parameter<B>*> parameters() { return m_gates.parameters(); }
 
 private:
-    [[nodiscard]] std::string name() { return m_gates.weight().name; }
-
+    std::string m_name;
     std::int64_t m_hidden = 0;
     Linear<B> m_gates;
 };

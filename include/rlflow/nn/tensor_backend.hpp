@@ -63,7 +63,8 @@ concept TensorBackend =
         // out[broadcast index] += in[i]: sums a gradient back into a broadcast operand's shape
         // (plan.a holds out's strides, 0 along summed axes).
         B::accumulate(plan, out, in);
-        // Per row of a (rows, cols) matrix: the maximum and the sum.
+        // Per row of a (rows, cols) matrix: the maximum and the sum (with a NaN in the row,
+        // the maximum is not defined; callers that must see NaN check for it themselves).
         B::row_max(out, in, m, m);
         B::row_sum(out, in, m, m);
         // Rows: out[r] = in[index[r]]; out[index[r]] += in[r].
