@@ -4,6 +4,7 @@
 //   nodes, so items/s is nodes encoded and differentiated per second.
 // - the backend's gemm primitive against a raw Eigen product of the same row-major
 //   matrices, to show what the primitive's wrapping costs. "FLOPS" counts 2mnk per product.
+// - one MDN-RNN step of a dream rollout, on the tape (no-grad) and on the frozen copies.
 
 #include "eigen_baseline.hpp"
 
@@ -104,6 +105,25 @@ void mdn_rnn_step(benchmark::State& state) {
     state.SetItemsProcessed(state.iterations() * batch);
 }
 
+/// The same step on the frozen host copies a dream rollout uses (nn/inference.hpp): no
+/// tape, transposed weights, and only the chosen components' means and stddevs computed.
+void mdn_rnn_step_frozen(benchmark::State& state) {
+    const std::int64_t batch = state.range(0);
+    Rng rng(2);
+    const nn::LstmCell<Float> cell("rnn", latent, rng, 256);
+    const nn::MdnHead<Float> head("mdn", 256, latent, rng, 8);
+    nn::FrozenLstmCell frozen_cell(cell);
+    nn::FrozenMdnHead frozen_head(head);
+    nn::HostMatrix z(batch, latent), h = nn::HostMatrix::Zero(batch, 256), c = nn::HostMatrix::Zero(batch, 256);
+    for (std::int64_t i = 0; i < z.size(); ++i) z.data()[i] = static_cast<float>(rng.normal());
+    for (auto _ : state) {
+        frozen_cell.step(z, h, c);
+        frozen_head.sample(h, 1.0, rng, z);
+        benchmark::DoNotOptimize(z.data());
+    }
+    state.SetItemsProcessed(state.iterations() * batch);
+}
+
 void gemm_sizes(benchmark::internal::Benchmark* b) {
     b->ArgNames({"m", "k", "n"});
     b->Args({64, 256, 256});
@@ -116,6 +136,7 @@ void gemm_sizes(benchmark::internal::Benchmark* b) {
 BENCHMARK_CAPTURE(graph_network_forward_backward, resnet50, std::string("resnet50"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(graph_network_forward_backward, bert, std::string("bert"))->Unit(benchmark::kMillisecond);
 BENCHMARK(mdn_rnn_step)->ArgName("batch")->Arg(1)->Arg(64)->Unit(benchmark::kMicrosecond);
+BENCHMARK(mdn_rnn_step_frozen)->ArgName("batch")->Arg(1)->Arg(64)->Unit(benchmark::kMicrosecond);
 BENCHMARK(backend_gemm)->Apply(gemm_sizes)->Unit(benchmark::kMicrosecond);
 BENCHMARK(eigen_gemm)->Apply(gemm_sizes)->Unit(benchmark::kMicrosecond);
 

@@ -9,6 +9,7 @@
 #include <rlflow/nn/functions.hpp>
 #include <rlflow/nn/graph_features.hpp>
 #include <rlflow/nn/graph_net.hpp>
+#include <rlflow/nn/inference.hpp>
 #include <rlflow/nn/layers.hpp>
 #include <rlflow/nn/lstm.hpp>
 #include <rlflow/nn/mdn.hpp>

@@ -7,6 +7,7 @@
 
 #include <Eigen/Core>
 
+#include <array>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -60,6 +61,68 @@ TEST_CASE("linear computes x W + b, and its gradients match finite differences f
     CHECK(check_module_gradients(linear.parameters(), forward, random_tensor(Shape{5, 4}, rng), Shape{5, 3}) < 1e-6);
     // Rank 3: a batch of matrices against one weight matrix.
     CHECK(check_module_gradients(linear.parameters(), forward, random_tensor(Shape{2, 5, 4}, rng), Shape{2, 5, 3}) < 1e-6);
+}
+
+TEST_CASE("linear on input blocks equals linear on their concatenation, gathered blocks included, with exact gradients") {
+    Rng rng(4);
+    nn::Linear<Double> linear("fc", 7, 3, rng);
+    linear.bias().value = random_tensor(Shape{3}, rng);
+    P edges("edges", random_tensor(Shape{5, 2}, rng));
+    P nodes("nodes", random_tensor(Shape{4, 3}, rng));
+    P globals("globals", random_tensor(Shape{1, 2}, rng));
+    const nn::Indices<Double> receivers({3, 0, 0, 2, 1}, 4);
+    const nn::Indices<Double> graph_of_edge({0, 0, 0, 0, 0}, 1);
+
+    const auto blocks = [&](nn::Tape<Double>& tape) {
+        const std::array in{nn::InputBlock<Double>{tape.parameter(edges)}, nn::InputBlock<Double>{tape.parameter(nodes), &receivers},
+                            nn::InputBlock<Double>{tape.parameter(globals), &graph_of_edge}};
+        return linear(tape, in);
+    };
+    const auto concatenated = [&](nn::Tape<Double>& tape) {
+        return linear(tape, nn::concat<Double>({tape.parameter(edges), nn::gather(tape.parameter(nodes), receivers),
+                                                nn::gather(tape.parameter(globals), graph_of_edge)},
+                                               1));
+    };
+    nn::Tape<Double> tape;
+    const auto by_blocks = blocks(tape).value().to_host();
+    const auto by_concat = concatenated(tape).value().to_host();
+    REQUIRE(by_blocks.size() == 15);
+    for (std::size_t i = 0; i < by_blocks.size(); ++i) CHECK(by_blocks[i] == doctest::Approx(by_concat[i]).epsilon(1e-12));
+
+    std::vector<P*> params = linear.parameters();
+    for (P* p : {&edges, &nodes, &globals}) params.push_back(p);
+    CHECK(check_parameter_gradients(params, [&](nn::Tape<Double>& t) { return weighted_sum(t, blocks(t), 3); }) < 1e-6);
+
+    // An Mlp reads blocks through its first layer: the same as on the concatenation.
+    nn::Mlp<Double> mlp("mlp", {.sizes = {7, 5, 2}, .layer_norm_output = true}, rng);
+    const std::array in{nn::InputBlock<Double>{tape.parameter(edges)}, nn::InputBlock<Double>{tape.parameter(nodes), &receivers},
+                        nn::InputBlock<Double>{tape.parameter(globals), &graph_of_edge}};
+    const auto mlp_blocks = mlp(tape, in).value().to_host();
+    const auto mlp_concat = mlp(tape, nn::concat<Double>({tape.parameter(edges), nn::gather(tape.parameter(nodes), receivers),
+                                                         nn::gather(tape.parameter(globals), graph_of_edge)},
+                                                        1))
+                                .value()
+                                .to_host();
+    REQUIRE(mlp_blocks.size() == 10);
+    for (std::size_t i = 0; i < mlp_blocks.size(); ++i) CHECK(mlp_blocks[i] == doctest::Approx(mlp_concat[i]).epsilon(1e-12));
+}
+
+TEST_CASE("linear on input blocks rejects blocks that do not fill its input or disagree on rows, naming the layer") {
+    Rng rng(2);
+    nn::Linear<Double> linear("fc", 4, 3, rng);
+    nn::Tape<Double> tape;
+    using Block = nn::InputBlock<Double>;
+    const V a = tape.constant(T(Shape{2, 3})), b = tape.constant(T(Shape{2, 1})), c = tape.constant(T(Shape{3, 1}));
+    CHECK_THROWS_WITH_AS((void)linear(tape, std::array{Block{a}}),
+                         "[rlflow.shape_error] linear 'fc' takes 4 features, its input blocks have 3", shape_error);
+    CHECK_THROWS_WITH_AS((void)linear(tape, std::array{Block{a}, Block{a}}),
+                         "[rlflow.shape_error] linear 'fc' takes 4 features in all; block (2,3) at feature 3 does not fit", shape_error);
+    CHECK_THROWS_WITH_AS((void)linear(tape, std::array{Block{a}, Block{c}}),
+                         "[rlflow.shape_error] linear 'fc': input blocks of 2 and 3 rows", shape_error);
+    const nn::Indices<Double> three_rows({0, 1, 1}, 2);
+    CHECK_THROWS_AS((void)linear(tape, std::array{Block{a, &three_rows}, Block{b}}), shape_error);
+    CHECK(linear(tape, std::array{Block{a, &three_rows}, Block{c}}).shape() == Shape{3, 3});
+    CHECK_THROWS_AS((void)linear(tape, std::span<const Block>{}), precondition_error);
 }
 
 TEST_CASE("an mlp with tanh and a layer-normalised output has exact gradients") {

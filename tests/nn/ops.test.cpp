@@ -147,6 +147,8 @@ TEST_CASE("nn ops: gather, segment sum and segment mean, with repeated rows and 
     check([&](auto&, const auto& p) { return nn::segment_mean(p[0], edges); }, {{5, 4}}, {3, 4});
     CHECK_THROWS_WITH_AS((nn::Indices<Double>({0, 3}, 3)), "[rlflow.precondition_error] index 1 is 3, outside [0, 3)", precondition_error);
     CHECK_THROWS_AS((void)nn::segment_sum(x, nn::Indices<Double>({0, 1}, 2)), shape_error);
+    CHECK_THROWS_WITH_AS((nn::Indices<Double>({}, -1)), "[rlflow.precondition_error] indices need a bound >= 0, got -1", precondition_error);
+    CHECK(segments.inverse_counts().to_host() == std::vector<double>{0, 0.5, 0, 1});
 }
 
 TEST_CASE("nn ops: layer norm normalises the last axis and has exact gradients") {

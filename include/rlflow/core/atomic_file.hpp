@@ -2,7 +2,7 @@
 /// \file
 /// Writing output files so that a reader never sees a partial one: the bytes go to a
 /// temporary file in the same directory, which is flushed and then renamed over the
-/// target (rename is atomic within a file system).
+/// target (rename is atomic within a file system), and the directory is synced.
 
 #include <rlflow/core/error.hpp>
 
@@ -51,6 +51,15 @@ void write_file_atomically_with(const std::filesystem::path& path, Writer&& writ
         const std::string why = ec.message();
         std::filesystem::remove(temporary, ec);
         throw io_error(path.string() + ": cannot rename the temporary file into place: " + why);
+    }
+    // The rename is a change to the directory: sync it too, so that after a crash the
+    // directory names the new file. Best effort: some file systems refuse to sync a
+    // directory, and the file itself is complete either way.
+    const std::filesystem::path parent = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+    const int directory = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (directory >= 0) {
+        ::fsync(directory);
+        ::close(directory);
     }
 }
 

@@ -21,6 +21,7 @@
 #include <rlflow/nn/tape.hpp>
 #include <rlflow/nn/tensor.hpp>
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -260,16 +261,20 @@ public:
     [[nodiscard]] GraphVars<B> operator()(Tape<B>& tape, const GraphBatch<B>& batch, const GraphVars<B>& in) {
         check_inputs(batch, in);
         const Aggregation how = m_options.aggregation;
+        // Each update MLP reads its arguments as blocks of its first layer, which never
+        // concatenates them and multiplies gathered nodes and globals before gathering.
+        using Block = InputBlock<B>;
         // Algorithm 1, lines 1-3: the edge update.
-        const Var<B> edges = m_edge(tape, concat<B>({in.edges, gather(in.nodes, batch.receivers()), gather(in.nodes, batch.senders()),
-                                                     gather(in.globals, batch.edge_graph())},
-                                                    1));
+        const std::array edge_in{Block{in.edges}, Block{in.nodes, &batch.receivers()}, Block{in.nodes, &batch.senders()},
+                                 Block{in.globals, &batch.edge_graph()}};
+        const Var<B> edges = m_edge(tape, edge_in);
         // Lines 4-8: each node pools the edges it receives, then updates.
-        const Var<B> nodes =
-            m_node(tape, concat<B>({aggregate(edges, batch.receivers(), how), in.nodes, gather(in.globals, batch.node_graph())}, 1));
+        const std::array node_in{Block{aggregate(edges, batch.receivers(), how)}, Block{in.nodes}, Block{in.globals, &batch.node_graph()}};
+        const Var<B> nodes = m_node(tape, node_in);
         // Lines 9-13: each graph pools all of its edges and nodes, then updates its globals.
-        const Var<B> globals = m_global(
-            tape, concat<B>({aggregate(edges, batch.edge_graph(), how), aggregate(nodes, batch.node_graph(), how), in.globals}, 1));
+        const std::array global_in{Block{aggregate(edges, batch.edge_graph(), how)}, Block{aggregate(nodes, batch.node_graph(), how)},
+                                   Block{in.globals}};
+        const Var<B> globals = m_global(tape, global_in);
         return {edges, nodes, globals};
     }
 

@@ -19,6 +19,8 @@
 #include <cmath>
 #include <concepts>
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,6 +60,14 @@ template <TensorBackend B>
     return Tensor<B>::from_host(shape, std::vector<typename B::Scalar>(v.begin(), v.end()));
 }
 
+/// One block of a layer's input: the rows of `value`, or with `rows` the rows of `value`
+/// that `rows` picks (as `gather(value, *rows)`). `rows` must outlive the backward pass.
+template <TensorBackend B>
+struct InputBlock {
+    Var<B> value;
+    const Indices<B>* rows = nullptr;
+};
+
 /// y = x W + b for x (…, in): W (in, out), b (out).
 template <TensorBackend B>
 class Linear {
@@ -72,11 +82,45 @@ public:
                        "linear '" + m_name + "' takes " + std::to_string(in_features()) + " features, got " + x.shape().to_string());
         return add(matmul(x, tape.parameter(m_weight)), tape.parameter(m_bias));
     }
+    /// The layer on the concatenation of `blocks` along their last axis, without building
+    /// it: Σ_i block_i W_i + b, with W_i the weight rows of block i. A gathered block is
+    /// multiplied first and gathered after (gather(v, rows) W_i = gather(v W_i, rows)), so
+    /// it costs v's rows, not the gathered ones: one row for a graph's globals that every
+    /// edge reads. Blocks are matrices; after gathering they must have equal row counts.
+    [[nodiscard]] Var<B> operator()(Tape<B>& tape, std::span<const InputBlock<B>> blocks) {
+        RLFLOW_EXPECTS(!blocks.empty(), precondition_error, "linear '" + m_name + "' on no input blocks");
+        const Var<B> weight = tape.parameter(m_weight);
+        std::int64_t offset = 0;
+        std::optional<Var<B>> sum;
+        std::optional<std::int64_t> rows;
+        for (const InputBlock<B>& block : blocks) {
+            const Shape& shape = block.value.shape();
+            const std::int64_t width = shape.rank() == 2 ? shape[1] : 0;
+            RLFLOW_EXPECTS(shape.rank() == 2 && offset + width <= in_features(), shape_error,
+                           "linear '" + m_name + "' takes " + std::to_string(in_features()) + " features in all; block "
+                               + shape.to_string() + " at feature " + std::to_string(offset) + " does not fit");
+            const std::int64_t block_rows = block.rows != nullptr ? block.rows->size() : shape[0];
+            RLFLOW_EXPECTS(!rows || *rows == block_rows, shape_error,
+                           "linear '" + m_name + "': input blocks of " + std::to_string(*rows) + " and " + std::to_string(block_rows)
+                               + " rows");
+            rows = block_rows;
+            Var<B> term = matmul(block.value, slice(weight, 0, offset, offset + width));
+            if (block.rows != nullptr) term = gather(term, *block.rows);
+            sum = sum ? add(*sum, term) : term;
+            offset += width;
+        }
+        RLFLOW_EXPECTS(offset == in_features(), shape_error,
+                       "linear '" + m_name + "' takes " + std::to_string(in_features()) + " features, its input blocks have "
+                           + std::to_string(offset));
+        return add(*sum, tape.parameter(m_bias));
+    }
     [[nodiscard]] std::int64_t in_features() const { return m_weight.value.dim(0); }
     [[nodiscard]] std::int64_t out_features() const { return m_weight.value.dim(1); }
     [[nodiscard]] std::vector<Parameter<B>*> parameters() { return {&m_weight, &m_bias}; }
     [[nodiscard]] Parameter<B>& weight() noexcept { return m_weight; }
     [[nodiscard]] Parameter<B>& bias() noexcept { return m_bias; }
+    [[nodiscard]] const Parameter<B>& weight() const noexcept { return m_weight; }
+    [[nodiscard]] const Parameter<B>& bias() const noexcept { return m_bias; }
 
 private:
     std::string m_name;
@@ -135,12 +179,11 @@ public:
         if (m_options.layer_norm_output) m_norm = LayerNorm<B>(name + ".norm", m_options.sizes.back());
     }
 
-    [[nodiscard]] Var<B> operator()(Tape<B>& tape, Var<B> x) {
-        for (std::size_t i = 0; i < m_layers.size(); ++i) {
-            x = m_layers[i](tape, x);
-            if (i + 1 < m_layers.size() || m_options.activate_output) x = activate(x, m_options.activation);
-        }
-        return m_options.layer_norm_output ? m_norm(tape, x) : x;
+    [[nodiscard]] Var<B> operator()(Tape<B>& tape, Var<B> x) { return after_first(tape, m_layers.front()(tape, x)); }
+    /// The MLP on the concatenation of `blocks`, which its first layer never builds
+    /// (`Linear::operator()` on blocks).
+    [[nodiscard]] Var<B> operator()(Tape<B>& tape, std::span<const InputBlock<B>> blocks) {
+        return after_first(tape, m_layers.front()(tape, blocks));
     }
     [[nodiscard]] std::vector<Parameter<B>*> parameters() {
         std::vector<Parameter<B>*> out;
@@ -153,6 +196,15 @@ public:
     [[nodiscard]] std::int64_t out_features() const { return m_options.sizes.back(); }
 
 private:
+    /// Everything after the first layer's affine map y.
+    [[nodiscard]] Var<B> after_first(Tape<B>& tape, Var<B> y) {
+        for (std::size_t i = 0; i < m_layers.size(); ++i) {
+            if (i > 0) y = m_layers[i](tape, y);
+            if (i + 1 < m_layers.size() || m_options.activate_output) y = activate(y, m_options.activation);
+        }
+        return m_options.layer_norm_output ? m_norm(tape, y) : y;
+    }
+
     MlpOptions m_options;
     std::vector<Linear<B>> m_layers;
     LayerNorm<B> m_norm;

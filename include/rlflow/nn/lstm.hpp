@@ -90,6 +90,7 @@ public:
     [[nodiscard]] std::int64_t hidden_size() const noexcept { return m_hidden; }
     /// The fused gate layer (weight (in + hidden, 4 hidden), bias (4 hidden); gate order i, f, g, o).
     [[nodiscard]] Linear<B>& gates() noexcept { return m_gates; }
+    [[nodiscard]] const Linear<B>& gates() const noexcept { return m_gates; }
     [[nodiscard]] std::vector<Parameter<B>*> parameters() { return m_gates.parameters(); }
 
 private:

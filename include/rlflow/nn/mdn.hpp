@@ -29,6 +29,7 @@
 #include <rlflow/nn/tape.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <numbers>
@@ -42,6 +43,14 @@ inline constexpr std::int64_t default_mdn_components = 8;
 /// The range of log σ: σ in [e^-5, e^2] ≈ [0.0067, 7.4], ample for latents of unit scale.
 inline constexpr double mdn_min_log_stddev = -5.0;
 inline constexpr double mdn_max_log_stddev = 2.0;
+/// The midpoint m and half-width r of that range, for log σ = m + r tanh((u - m) / r).
+inline constexpr double mdn_log_stddev_midpoint = (mdn_min_log_stddev + mdn_max_log_stddev) / 2;
+inline constexpr double mdn_log_stddev_half_width = (mdn_max_log_stddev - mdn_min_log_stddev) / 2;
+
+/// log σ from a raw head output u, bounded as above (the scalar form of `MdnHead::split`).
+[[nodiscard]] inline double bounded_log_stddev(double raw) {
+    return mdn_log_stddev_midpoint + mdn_log_stddev_half_width * std::tanh((raw - mdn_log_stddev_midpoint) / mdn_log_stddev_half_width);
+}
 /// The gain of the head's orthogonal initialisation: outputs of the scale of the hidden state.
 inline constexpr double mdn_weight_gain = 1.0;
 
@@ -71,6 +80,40 @@ struct MdnParams {
     /// log σ, already bounded to [mdn_min_log_stddev, mdn_max_log_stddev].
     Var<B> log_stddevs;
 };
+
+/// An index k ~ softmax(logits / τ) over `count` logits (the largest logit when τ = 0), by
+/// inverse CDF over weights exp((l_k - max l) / τ), which are in (0, 1] and cannot
+/// overflow. Draws one uniform when τ > 0, none when τ = 0.
+template <class Scalar>
+[[nodiscard]] std::size_t choose_mixture_component(const Scalar* logits, std::int64_t count, double temperature, Rng& rng) {
+    std::size_t best = 0;
+    for (std::size_t k = 1; k < static_cast<std::size_t>(count); ++k)
+        if (logits[k] > logits[best]) best = k;
+    if (temperature == 0) return best;
+    // On the stack for the usual K, so that a rollout step allocates nothing per draw.
+    constexpr std::int64_t on_stack = 64;
+    std::array<double, on_stack> weights;
+    std::vector<double> spill;
+    double* w = weights.data();
+    if (count > on_stack) {
+        spill.resize(static_cast<std::size_t>(count));
+        w = spill.data();
+    }
+    double total = 0;
+    for (std::size_t k = 0; k < static_cast<std::size_t>(count); ++k)
+        total += w[k] = std::exp((double(logits[k]) - double(logits[best])) / temperature);
+    double u = rng.uniform() * total;
+    for (std::size_t k = 0; k < static_cast<std::size_t>(count); ++k) {
+        if (u < w[k]) return k;
+        u -= w[k];
+    }
+    return best;  // u landed on rounding error past the last weight
+}
+
+/// μ + σ √τ ε with ε ~ N(0, 1) and σ = exp(log_stddev); μ itself (no draw) when τ = 0.
+[[nodiscard]] inline double draw_gaussian(double mean, double log_stddev, double temperature, Rng& rng) {
+    return temperature > 0 ? mean + std::exp(log_stddev) * std::sqrt(temperature) * rng.normal() : mean;
+}
 
 /// A linear map from a hidden state to per-dimension Gaussian mixtures.
 template <TensorBackend B>
@@ -104,11 +147,9 @@ public:
         const Shape shape{raw.dim(0), dims, components};
         const auto part = [&](std::int64_t i) { return reshape(slice(raw, 1, i * block, (i + 1) * block), shape); };
         using Scalar = typename B::Scalar;
-        constexpr double midpoint = (mdn_min_log_stddev + mdn_max_log_stddev) / 2;
-        constexpr double half_width = (mdn_max_log_stddev - mdn_min_log_stddev) / 2;
-        const Var<B> centre = tape.constant(Tensor<B>::scalar(static_cast<Scalar>(midpoint)));
-        const Var<B> squashed = tanh(scale(sub(part(2), centre), static_cast<Scalar>(1 / half_width)));
-        return {part(0), part(1), add(scale(squashed, static_cast<Scalar>(half_width)), centre)};
+        const Var<B> centre = tape.constant(Tensor<B>::scalar(static_cast<Scalar>(mdn_log_stddev_midpoint)));
+        const Var<B> squashed = tanh(scale(sub(part(2), centre), static_cast<Scalar>(1 / mdn_log_stddev_half_width)));
+        return {part(0), part(1), add(scale(squashed, static_cast<Scalar>(mdn_log_stddev_half_width)), centre)};
     }
 
     /// -log p(target), summed over dimensions and averaged over the batch; target is
@@ -147,9 +188,8 @@ public:
         std::vector<typename B::Scalar> out(static_cast<std::size_t>(shape[0] * shape[1]));
         for (std::size_t row = 0; row < out.size(); ++row) {
             const std::size_t first = row * static_cast<std::size_t>(components);
-            const std::size_t k = first + choose_component(&logits[first], components, temperature, rng);
-            const double noise = temperature > 0 ? std::exp(double(log_stddevs[k])) * std::sqrt(temperature) * rng.normal() : 0.0;
-            out[row] = static_cast<typename B::Scalar>(double(means[k]) + noise);
+            const std::size_t k = first + choose_mixture_component(&logits[first], components, temperature, rng);
+            out[row] = static_cast<typename B::Scalar>(draw_gaussian(double(means[k]), double(log_stddevs[k]), temperature, rng));
         }
         return Tensor<B>::from_host(Shape{shape[0], shape[1]}, out);
     }
@@ -157,27 +197,10 @@ public:
     [[nodiscard]] std::int64_t output_dims() const noexcept { return m_dims; }
     [[nodiscard]] std::int64_t components() const noexcept { return m_components; }
     [[nodiscard]] Linear<B>& linear() noexcept { return m_linear; }
+    [[nodiscard]] const Linear<B>& linear() const noexcept { return m_linear; }
     [[nodiscard]] std::vector<Parameter<B>*> parameters() { return m_linear.parameters(); }
 
 private:
-    /// An index k ~ softmax(logits / τ) (the largest logit when τ = 0), by inverse CDF over
-    /// weights exp((l_k - max l) / τ), which are in (0, 1] and cannot overflow.
-    [[nodiscard]] static std::size_t choose_component(const typename B::Scalar* logits, std::int64_t count, double temperature, Rng& rng) {
-        std::size_t best = 0;
-        for (std::size_t k = 1; k < static_cast<std::size_t>(count); ++k)
-            if (logits[k] > logits[best]) best = k;
-        if (temperature == 0) return best;
-        std::vector<double> weights(static_cast<std::size_t>(count));
-        double total = 0;
-        for (std::size_t k = 0; k < weights.size(); ++k) total += weights[k] = std::exp((double(logits[k]) - double(logits[best])) / temperature);
-        double u = rng.uniform() * total;
-        for (std::size_t k = 0; k < weights.size(); ++k) {
-            if (u < weights[k]) return k;
-            u -= weights[k];
-        }
-        return best;  // u landed on rounding error past the last weight
-    }
-
     std::int64_t m_dims = 0;
     std::int64_t m_components = 0;
     Linear<B> m_linear;

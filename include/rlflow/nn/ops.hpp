@@ -32,21 +32,30 @@ public:
     Indices() = default;
     /// `values`, each in [0, bound); throws precondition_error naming the first that is not.
     Indices(std::vector<std::int32_t> values, std::int64_t bound) : m_host(std::move(values)), m_bound(bound) {
+        RLFLOW_EXPECTS(bound >= 0, precondition_error, "indices need a bound >= 0, got " + std::to_string(bound));
         for (std::size_t i = 0; i < m_host.size(); ++i)
             RLFLOW_EXPECTS(m_host[i] >= 0 && m_host[i] < bound, precondition_error,
                            "index " + std::to_string(i) + " is " + std::to_string(m_host[i]) + ", outside [0, "
                                + std::to_string(bound) + ")");
         m_device = B::upload_indices(m_host);
+        std::vector<typename B::Scalar> inverse(static_cast<std::size_t>(bound), 0);
+        for (const std::int32_t s : m_host) inverse[static_cast<std::size_t>(s)] += 1;
+        for (auto& c : inverse) c = c > 0 ? 1 / c : 0;
+        m_inverse_counts = Tensor<B>::from_host(Shape{bound, 1}, inverse);
     }
     [[nodiscard]] std::int64_t size() const noexcept { return static_cast<std::int64_t>(m_host.size()); }
     [[nodiscard]] std::int64_t bound() const noexcept { return m_bound; }
     [[nodiscard]] std::span<const std::int32_t> host() const noexcept { return m_host; }
     [[nodiscard]] const std::int32_t* data() const noexcept { return B::data(m_device); }
+    /// (bound, 1): 1 / (how often each value occurs), 0 for values that do not: the weights
+    /// that turn a segment sum into a segment mean, uploaded once.
+    [[nodiscard]] const Tensor<B>& inverse_counts() const noexcept { return m_inverse_counts; }
 
 private:
     std::vector<std::int32_t> m_host;
     std::int64_t m_bound = 0;
     typename B::IndexBuffer m_device{};
+    Tensor<B> m_inverse_counts;
 };
 
 namespace detail {
@@ -62,7 +71,7 @@ namespace detail {
 
 template <TensorBackend B, class Fn>
 [[nodiscard]] Tensor<B> map(const Tensor<B>& a) {
-    Tensor<B> out(a.shape());
+    auto out = Tensor<B>::uninitialized(a.shape());
     B::template map<Fn>(elementwise_plan(a.shape(), a.shape(), a.shape()), out.data(), a.data());
     return out;
 }
@@ -73,7 +82,7 @@ template <TensorBackend B, class Fn>
     const auto shape = broadcast_shapes(a.shape(), b.shape());
     RLFLOW_EXPECTS(shape.has_value(), shape_error,
                    std::string(op) + ": shapes " + a.shape().to_string() + " and " + b.shape().to_string() + " do not broadcast");
-    Tensor<B> out(*shape);
+    auto out = Tensor<B>::uninitialized(*shape);
     B::template zip<Fn>(elementwise_plan(*shape, a.shape(), b.shape()), out.data(), a.data(), b.data());
     return out;
 }
@@ -93,7 +102,7 @@ template <TensorBackend B>
 /// `g` repeated along the axes where its shape has size 1 and `to` does not.
 template <TensorBackend B>
 [[nodiscard]] Tensor<B> broadcast_to(const Tensor<B>& g, const Shape& to) {
-    Tensor<B> out(to);
+    auto out = Tensor<B>::uninitialized(to);
     B::template map<fn::Identity>(elementwise_plan(to, g.shape(), g.shape()), out.data(), g.data());
     return out;
 }
@@ -145,11 +154,11 @@ struct MatMulOp {
         const Tensor<B>& av = a.value();
         const Tensor<B>& bv = b.value();
         if (a.requires_grad()) {
-            Tensor<B> ga(av.shape());
+            auto ga = Tensor<B>::uninitialized(av.shape());
             // A (…, m, k) x B (k, n) or (…, k, n): dA = dC B^T.
             if (av.rank() == 3 && bv.rank() == 2) {
                 Tensor<B> g2 = Tensor<B>(g).reshaped(Shape{g.dim(0) * g.dim(1), g.dim(2)});
-                Tensor<B> ga2(Shape{av.dim(0) * av.dim(1), av.dim(2)});
+                auto ga2 = Tensor<B>::uninitialized(Shape{av.dim(0) * av.dim(1), av.dim(2)});
                 gemm(Transpose::no, Transpose::yes, g2, bv, ga2, typename B::Scalar(0));
                 ga = std::move(ga2).reshaped(av.shape());
             } else {
@@ -158,7 +167,7 @@ struct MatMulOp {
             tape.accumulate(a, std::move(ga));
         }
         if (b.requires_grad()) {
-            Tensor<B> gb(bv.shape());
+            auto gb = Tensor<B>::uninitialized(bv.shape());
             if (av.rank() == 3 && bv.rank() == 2) {
                 const Tensor<B> a2 = Tensor<B>(av).reshaped(Shape{av.dim(0) * av.dim(1), av.dim(2)});
                 const Tensor<B> g2 = Tensor<B>(g).reshaped(Shape{g.dim(0) * g.dim(1), g.dim(2)});
@@ -228,7 +237,7 @@ struct LogSoftmaxOp {
     /// dx = g - softmax * sum(g) per row, softmax = exp(output).
     void backward(Tape<B>& tape, const Tensor<B>& g, const Tensor<B>& out) const {
         const std::int64_t cols = out.dim(-1), rows = out.numel() / cols;
-        Tensor<B> row_sums(Shape{rows, 1});
+        auto row_sums = Tensor<B>::uninitialized(Shape{rows, 1});
         B::row_sum(row_sums.data(), g.data(), rows, cols);
         const Tensor<B> g2 = Tensor<B>(g).reshaped(Shape{rows, cols});
         const Tensor<B> p = map<B, fn::Exp>(Tensor<B>(out).reshaped(Shape{rows, cols}));
@@ -247,7 +256,7 @@ struct ConcatOp {
         for (const Var<B>& part : parts) {
             const AxisView v = axis_view(part.shape(), axis);
             if (part.requires_grad()) {
-                Tensor<B> gp(part.shape());
+                auto gp = Tensor<B>::uninitialized(part.shape());
                 B::copy_block(gp.data(), v.extent * v.inner, g.data() + offset * whole.inner, whole.extent * whole.inner,
                               whole.outer, v.extent * v.inner);
                 tape.accumulate(part, std::move(gp));
@@ -297,7 +306,7 @@ struct SegmentSumOp {
     Var<B> x;
     const Indices<B>* segment;
     void backward(Tape<B>& tape, const Tensor<B>& g, const Tensor<B>&) const {
-        Tensor<B> gx(x.shape());
+        auto gx = Tensor<B>::uninitialized(x.shape());
         B::gather_rows(gx.data(), g.data(), segment->data(), segment->size(), x.dim(1));
         tape.accumulate(x, std::move(gx));
     }
@@ -334,10 +343,10 @@ template <TensorBackend B>
                       && (bs.rank() == 2 || (as.rank() == 3 && as[0] == bs[0]));
     RLFLOW_EXPECTS(fits, shape_error, "matmul: lhs " + as.to_string() + " vs rhs " + bs.to_string());
     Shape out = as.rank() == 3 ? Shape{as[0], as[1], bs.dim(-1)} : Shape{as[0], bs.dim(-1)};
-    Tensor<B> c(out);
+    auto c = Tensor<B>::uninitialized(out);
     if (as.rank() == 3 && bs.rank() == 2) {
         const Tensor<B> a2 = Tensor<B>(a.value()).reshaped(Shape{as[0] * as[1], as[2]});
-        Tensor<B> c2(Shape{as[0] * as[1], bs[1]});
+        auto c2 = Tensor<B>::uninitialized(Shape{as[0] * as[1], bs[1]});
         detail::gemm(Transpose::no, Transpose::no, a2, b.value(), c2, typename B::Scalar(0));
         c = std::move(c2).reshaped(out);
     } else {
@@ -421,7 +430,7 @@ template <TensorBackend B>
     const std::int64_t cols = xv.dim(-1), rows = xv.numel() / std::max<std::int64_t>(1, cols);
     RLFLOW_EXPECTS(cols > 0, shape_error, "log_softmax of an empty last axis: " + xv.shape().to_string());
     const Tensor<B> x2 = Tensor<B>(xv).reshaped(Shape{rows, cols});
-    Tensor<B> row(Shape{rows, 1});
+    auto row = Tensor<B>::uninitialized(Shape{rows, 1});
     B::row_max(row.data(), x2.data(), rows, cols);
     Tensor<B> shifted = detail::zip<B, fn::Sub>(x2, row, "log_softmax");
     B::row_sum(row.data(), detail::map<B, fn::Exp>(shifted).data(), rows, cols);
@@ -447,7 +456,7 @@ template <TensorBackend B>
         RLFLOW_EXPECTS(same, shape_error, "concat along axis " + std::to_string(a) + ": " + first.to_string() + " vs " + p.shape().to_string());
         shape[a] += p.shape()[a];
     }
-    Tensor<B> out(shape);
+    auto out = Tensor<B>::uninitialized(shape);
     const detail::AxisView whole = detail::axis_view(shape, a);
     std::int64_t offset = 0;
     for (const Var<B>& p : parts) {
@@ -474,7 +483,7 @@ template <TensorBackend B>
                        + x.shape().to_string());
     Shape shape = x.shape();
     shape[a] = end - begin;
-    Tensor<B> out(shape);
+    auto out = Tensor<B>::uninitialized(shape);
     const detail::AxisView whole = detail::axis_view(x.shape(), a), part = detail::axis_view(shape, a);
     B::copy_block(out.data(), part.extent * part.inner, x.value().data() + begin * whole.inner, whole.extent * whole.inner,
                   whole.outer, part.extent * part.inner);
@@ -492,7 +501,7 @@ template <TensorBackend B>
 [[nodiscard]] Var<B> gather(Var<B> x, const Indices<B>& index) {
     RLFLOW_EXPECTS(x.shape().rank() == 2 && index.bound() <= x.shape()[0], shape_error,
                    "gather: rows indexed below " + std::to_string(index.bound()) + " of " + x.shape().to_string());
-    Tensor<B> out(Shape{index.size(), x.shape()[1]});
+    auto out = Tensor<B>::uninitialized(Shape{index.size(), x.shape()[1]});
     B::gather_rows(out.data(), x.value().data(), index.data(), index.size(), x.shape()[1]);
     return detail::record<B>(std::move(out), detail::GatherOp<B>{x, &index}, {x});
 }
@@ -510,11 +519,7 @@ template <TensorBackend B>
 /// Row means by segment (empty segments are 0).
 template <TensorBackend B>
 [[nodiscard]] Var<B> segment_mean(Var<B> x, const Indices<B>& segment) {
-    std::vector<typename B::Scalar> inverse(static_cast<std::size_t>(segment.bound()), 0);
-    for (const std::int32_t s : segment.host()) inverse[static_cast<std::size_t>(s)] += 1;
-    for (auto& c : inverse) c = c > 0 ? 1 / c : 0;
-    Var<B> weights = x.tape().constant(Tensor<B>::from_host(Shape{segment.bound(), 1}, inverse));
-    return mul(segment_sum(x, segment), weights);
+    return mul(segment_sum(x, segment), x.tape().constant(segment.inverse_counts()));
 }
 
 /// Layer normalisation over the last axis: (x - mean) / sqrt(var + eps) * gamma + beta,

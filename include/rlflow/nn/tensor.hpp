@@ -31,7 +31,14 @@ public:
     /// Zeros of `shape`.
     explicit Tensor(Shape shape) : m_shape(checked(std::move(shape))), m_data(B::allocate(static_cast<std::size_t>(m_shape.numel()))) {}
     /// `shape` filled with `value`.
-    Tensor(Shape shape, Scalar value) : Tensor(std::move(shape)) { B::fill(data(), numel(), value); }
+    Tensor(Shape shape, Scalar value) : Tensor(uninitialized(std::move(shape))) { B::fill(data(), numel(), value); }
+    /// A tensor of `shape` whose values are unspecified: for outputs that an op writes whole.
+    [[nodiscard]] static Tensor uninitialized(Shape shape) {
+        Tensor t;
+        t.m_shape = checked(std::move(shape));
+        t.m_data = B::allocate_uninitialized(static_cast<std::size_t>(t.m_shape.numel()));
+        return t;
+    }
 
     /// A tensor of `shape` holding `values` (row-major); throws shape_error if the counts differ.
     [[nodiscard]] static Tensor from_host(Shape shape, std::span<const Scalar> values) {

@@ -46,7 +46,8 @@ concept TensorBackend =
                 Transpose t, std::int64_t m, const Strided3& plan) {
         { B::name } -> std::convertible_to<std::string_view>;
         // Memory.
-        { B::allocate(n) } -> std::same_as<typename B::Buffer>;
+        { B::allocate(n) } -> std::same_as<typename B::Buffer>;  // n zeros
+        { B::allocate_uninitialized(n) } -> std::same_as<typename B::Buffer>;  // n values to be overwritten
         { B::upload(host) } -> std::same_as<typename B::Buffer>;
         { B::download(cbuffer) } -> std::same_as<std::vector<typename B::Scalar>>;
         { B::data(buffer) } -> std::same_as<typename B::Scalar*>;

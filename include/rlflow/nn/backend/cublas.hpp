@@ -148,6 +148,8 @@ struct Cublas {
         if (n != 0) RLFLOW_CUDA_CHECK(cudaMemset(buffer.data(), 0, buffer.bytes()));
         return buffer;
     }
+    /// n floats whose values are unspecified until written.
+    [[nodiscard]] static Buffer allocate_uninitialized(std::size_t n) { return Buffer(n); }
     [[nodiscard]] static Buffer upload(std::span<const float> host) { return nn::detail::upload_to_device(host); }
     [[nodiscard]] static std::vector<float> download(const Buffer& buffer) {
         std::vector<float> host(buffer.size());

@@ -5,6 +5,7 @@
 /// vectorises). `EigenBackend<double>` runs the same op bodies in float64, which is what
 /// the finite-difference gradient checks use.
 
+#include <rlflow/nn/backend/host_pool.hpp>
 #include <rlflow/nn/tensor_backend.hpp>
 
 #include <Eigen/Core>
@@ -21,13 +22,16 @@ namespace rlflow::nn::backend {
 template <class T>
 struct EigenBackend {
     using Scalar = T;
-    using Buffer = std::vector<T>;
+    /// Host memory from `HostBlockPool`, so a training step reuses the last step's blocks.
+    using Buffer = std::vector<T, PooledAllocator<T>>;
     using IndexBuffer = std::vector<std::int32_t>;
     static constexpr std::string_view name = sizeof(T) == 4 ? "eigen" : "eigen-float64";
 
     [[nodiscard]] static Buffer allocate(std::size_t n) { return Buffer(n, T(0)); }
+    /// The allocator default-initialises, so these n values are unspecified until written.
+    [[nodiscard]] static Buffer allocate_uninitialized(std::size_t n) { return Buffer(n); }
     [[nodiscard]] static Buffer upload(std::span<const T> host) { return Buffer(host.begin(), host.end()); }
-    [[nodiscard]] static std::vector<T> download(const Buffer& buffer) { return buffer; }
+    [[nodiscard]] static std::vector<T> download(const Buffer& buffer) { return std::vector<T>(buffer.begin(), buffer.end()); }
     [[nodiscard]] static T* data(Buffer& buffer) noexcept { return buffer.data(); }
     [[nodiscard]] static const T* data(const Buffer& buffer) noexcept { return buffer.data(); }
     [[nodiscard]] static IndexBuffer upload_indices(std::span<const std::int32_t> host) {
