@@ -15,6 +15,13 @@ resnext50_32x4d (224x224) and `transformer`, a 12-layer torch.nn.TransformerEnco
 (d_model 768, 12 heads, feed-forward 3072, sequence 128, batch_first, every layer
 with its own random weights). Batch size is 1 and every shape is static.
 
+Calibration models, exported only when named with --models (they are not in
+tests/data; tools/rank_correlation.py exports them into the build folder): the
+depthwise-convolution CNNs mobilenet_v2, shufflenet_v2_x1_0 (channel shuffles: Reshape,
+Transpose, Split) and efficientnet_b0 (SiLU, squeeze-and-excitation), 224x224. Together
+with the models above they cover plain, grouped and depthwise convolutions and a
+transformer, what the analytic cpu preset is calibrated on.
+
 In every file the data input is named `input` and the output `output`. By default
 (`export_params=False`) the parameters are not stored: they become further graph
 inputs, which keeps the files small (10-220 KB) and fit to commit; any graph input
@@ -29,6 +36,8 @@ import sys
 import tempfile
 
 MODELS = ["resnet18", "resnet50", "squeezenet1_1", "inception_v3", "resnext50_32x4d", "transformer"]
+# Exported only on request (--models): not committed to tests/data.
+CALIBRATION_MODELS = ["mobilenet_v2", "shufflenet_v2_x1_0", "efficientnet_b0"]
 OPSETS = [13, 17]
 
 # Transformer encoder shape (BERT-base sized).
@@ -62,11 +71,11 @@ def build(name, seed):
     elif name == "inception_v3":
         model = torchvision.models.inception_v3(weights=None, aux_logits=False, init_weights=False)
         example = torch.randn(1, 3, 299, 299)
-    elif name in ("resnet18", "resnet50", "squeezenet1_1", "resnext50_32x4d"):
+    elif name in ("resnet18", "resnet50", "squeezenet1_1", "resnext50_32x4d") or name in CALIBRATION_MODELS:
         model = getattr(torchvision.models, name)(weights=None)
         example = torch.randn(1, 3, 224, 224)
     else:
-        raise ValueError(f"unknown model {name!r}; known: {', '.join(MODELS)}")
+        raise ValueError(f"unknown model {name!r}; known: {', '.join(MODELS + CALIBRATION_MODELS)}")
 
     # torchvision initialises biases to zero and BatchNorm to the identity. Make them
     # random, so that the exported graph is not trivially an identity normalisation and
@@ -122,8 +131,9 @@ def main(argv=None):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="tests/data", help="output folder (default: tests/data)")
     ap.add_argument("--opsets", type=int, nargs="+", default=OPSETS, help="opset versions (default: 13 17)")
-    ap.add_argument("--models", nargs="+", default=MODELS, choices=MODELS, metavar="MODEL",
-                    help="models to export (default: all): " + ", ".join(MODELS))
+    ap.add_argument("--models", nargs="+", default=MODELS, choices=MODELS + CALIBRATION_MODELS, metavar="MODEL",
+                    help="models to export (default: " + ", ".join(MODELS) + "); also: "
+                    + ", ".join(CALIBRATION_MODELS))
     ap.add_argument("--with-params", action="store_true",
                     help="store the weights in the file (default: weights become graph inputs)")
     ap.add_argument("--seed", type=int, default=0, help="random seed for weights (default: 0)")

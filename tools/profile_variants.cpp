@@ -1,20 +1,31 @@
-// rlflow_profile_variants: writes graph variants as ONNX and prices each with the CPU
-// profiler and the analytic `cpu` preset, for tools/rank_correlation.py. Not installed.
+// rlflow_profile_variants: writes graph variants as ONNX and prices each with the
+// ort backend, the analytic `cpu` preset and the CPU profiler, for
+// tools/rank_correlation.py. Not installed.
 //
-//   rlflow_profile_variants --out DIR [--models NAME...] [--batches N...]
-//                           [--rewrite NAME...] [--budgets N...] [--seed S]
+//   rlflow_profile_variants --out DIR [--onnx FILE...] [--walks N] [--steps N]
+//                           [--focused-walks N] [--models NAME...] [--batches N...]
+//                           [--rewrite NAME...] [--budgets N...] [--seed S] [--no-ort]
+//                           [--ort-cache FILE] [--profiler-cache FILE]
 //
-// Variants: every --models zoo graph at every --batches size, and for every --rewrite
-// model and batch, the graph after greedy search with the built-in rules under the
-// analytic cpu preset, stopped after each of --budgets rewrites (0 would be the original).
+// Variants of each --onnx file (a weight-free export whose data input is `input`): the
+// export itself; --walks random walks over the default rules of 1 to --steps rewrites
+// each and --focused-walks walks over the rewrites that change a convolution's or
+// MatMul's arithmetic (tools/variant_walks.hpp); and the graph after greedy search with
+// the built-in rules under the analytic cpu preset, stopped after each of --budgets
+// rewrites. Variants of each --models zoo graph at each --batches size: the graph, and for
+// the --rewrite models the greedy ones. The zoo defaults apply only without --onnx.
+//
 // Every variant gets seeded random weights. Weight-only ops (computed from weights alone,
 // e.g. the concatenated kernel of two merged convolutions) are folded into new weights
-// before export: CostModel does not charge for them, and ONNX Runtime with its graph
-// optimisations disabled would run them on every inference. Convolutions with a fused
-// activation are written as com.microsoft.FusedConv, so that ORT runs them fused as the
-// executor does.
+// before export (exec::fold_weight_only), because CostModel does not charge for them.
+// Variants are written as the end-to-end guard writes candidates (fused activations as
+// Conv + activation), since ORT is timed as the guard times them: level basic, one thread.
 //
-// Prints one tab-separated line per variant: name, ONNX file, profiler ms, analytic ms.
+// Prints one tab-separated line per variant: model, variant, ONNX file, then the
+// predicted ms of the CPU profiler, the analytic cpu preset and the ort backend (the sum
+// of its op prices; nan with --no-ort).
+
+#include "variant_walks.hpp"
 
 #include <rlflow/cost.hpp>
 #include <rlflow/exec.hpp>
@@ -26,9 +37,12 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -38,6 +52,10 @@ using namespace rlflow;
 
 struct Options {
     std::filesystem::path out;
+    std::vector<std::string> onnx;
+    std::size_t walks = 8;
+    std::size_t focused_walks = 3;
+    std::size_t steps = 24;
     std::vector<std::string> models{"squeezenet1_1", "resnet18", "resnet50", "resnext50", "inception_v3",
                                     "nasnet_a",      "nasrnn",   "bert",     "vit_base"};
     std::vector<std::int64_t> batches{1, 2};
@@ -46,65 +64,83 @@ struct Options {
     std::uint64_t seed = 0;
     /// CpuProfilerOptions::cache_flush_bytes, in MiB.
     std::size_t flush_mib = 0;
+    bool no_ort = false;
+    std::filesystem::path ort_cache;
+    std::filesystem::path profiler_cache;
 };
 
-/// Replaces every weight-only tensor that a computed op or a graph output reads by a
-/// new weight holding its value, then drops the nodes nothing reads any more.
-void fold_weight_only(Graph& g, std::uint64_t seed) {
-    const std::vector<char> constant = weight_only_nodes(g);
-    std::vector<TensorRef> boundary;
-    for (const Node& n : g.nodes()) {
-        if (!constant[n.id.value] || n.traits().has(op_flag_source)) continue;
-        for (std::uint32_t i = 0; i < n.outputs.size(); ++i) {
-            const TensorRef ref{n.id, i};
-            bool read_by_computed = g.is_graph_output(ref);
-            for (const Use& use : n.outputs[i].uses) read_by_computed = read_by_computed || !constant[use.node.value];
-            if (read_by_computed) boundary.push_back(ref);
-        }
-    }
-    if (boundary.empty()) return;
-    Graph probe = g;
-    for (const TensorRef ref : boundary) probe.add_output(ref, "folded_" + std::to_string(ref.node.value));
-    exec::RunResult run = exec::Executor{}.run(probe, exec::random_inputs(probe, seed));
-    const std::size_t first = g.outputs().size();
-    for (std::size_t k = 0; k < boundary.size(); ++k) {
-        const TensorRef ref = boundary[k];
-        const std::string name = g.node(ref.node).name + "_folded_" + std::to_string(ref.index);
-        const TensorType type = g.type(ref);
-        const NodeId weight = g.add_weight(name, type, std::make_shared<const Tensor>(std::move(run.outputs[first + k])));
-        g.replace_all_uses(ref, {weight, 0});
-    }
-    g.remove_dead_nodes();
-}
+/// The three cost models every variant is priced with.
+struct Pricers {
+    explicit Pricers(const cost::CpuProfilerOptions& profiling) : profiler(cost::CpuProfiler(profiling)) {}
+    cost::CostModel<cost::CpuProfiler> profiler;
+    cost::CostModel<cost::AnalyticBackend> analytic{cost::AnalyticBackend::preset("cpu")};
+    std::optional<cost::CostModel<cost::OrtBackend>> ort;
+};
 
-/// Gives `g` weights, folds its weight-only ops, writes it, and prints its costs.
-void emit(Graph g, const std::string& name, const Options& options, cost::CostModel<cost::CpuProfiler>& profiler) {
-    exec::fill_random_weights(g, options.seed);
-    fold_weight_only(g, options.seed);
-    const std::filesystem::path file = options.out / (name + ".onnx");
-    onnx_io::ExportOptions save;
-    save.fused_conv_microsoft = true;
-    onnx_io::save_onnx(g, file, save);
-    cost::CostModel<cost::AnalyticBackend> analytic(cost::AnalyticBackend::preset("cpu"));
-    const double measured = profiler.graph_cost(g);
-    std::printf("%s\t%s\t%.4f\t%.4f\n", name.c_str(), file.c_str(), measured, analytic.graph_cost(g));
+/// Folds `g`'s weight-only ops, writes it, and prints its prices.
+void emit(Graph g, const std::string& model, const std::string& variant, const Options& options, Pricers& pricers) {
+    exec::fold_weight_only(g);
+    const std::filesystem::path file = options.out / (model + "." + variant + ".onnx");
+    onnx_io::save_onnx(g, file);
+    const double ort = pricers.ort ? pricers.ort->graph_cost(g) : std::nan("");
+    std::printf("%s\t%s\t%s\t%.5f\t%.5f\t%.5f\n", model.c_str(), variant.c_str(), file.c_str(), pricers.profiler.graph_cost(g),
+                pricers.analytic.graph_cost(g), ort);
     std::fflush(stdout);
+    std::fprintf(stderr, "%s: %s priced\n", model.c_str(), variant.c_str());
 }
 
 /// The greedy variants of `base`: the graph after each of `options.budgets` rewrites.
-void emit_rewritten(const Graph& base, const std::string& name, const Options& options,
-                    cost::CostModel<cost::CpuProfiler>& profiler) {
+void emit_greedy(const Graph& base, const std::string& model, const Options& options, Pricers& pricers) {
     const auto rules = std::make_shared<const rewrite::RuleSet>(rewrite::builtin_rules());
     for (const std::size_t budget : options.budgets) {
         cost::CostModel<cost::AnalyticBackend> guide(cost::AnalyticBackend::preset("cpu"));
         search::SearchOptions search;
         search.budget = budget;
         search::SearchResult result = search::greedy(base, rules, guide, search);
-        std::fprintf(stderr, "%s: greedy applied %zu rewrites (%s)\n", name.c_str(), result.expansions,
+        std::fprintf(stderr, "%s: greedy applied %zu rewrites (%s)\n", model.c_str(), result.expansions,
                      std::string(search::stop_reason_name(result.reason)).c_str());
         if (result.expansions == 0) continue;
-        emit(std::move(result.graph), name + "_greedy" + std::to_string(result.expansions), options, profiler);
+        emit(std::move(result.graph), model, "greedy" + std::to_string(result.expansions), options, pricers);
     }
+}
+
+/// A real export, its random and focused walks, and its greedy variants.
+void emit_export(const std::string& path, const Options& options, Pricers& pricers,
+                 const std::shared_ptr<const rewrite::RuleSet>& rules) {
+    const tools::NamedGraph base = tools::load_source(path, options.seed);
+    const std::vector<std::size_t> focused = tools::rule_ids(*rules, tools::focused_rule_names());
+    std::mt19937_64 rng(options.seed);
+    std::uniform_int_distribution<std::size_t> length(1, std::max<std::size_t>(options.steps, 1));
+    emit(base.graph, base.name, "original", options, pricers);
+    for (std::size_t w = 0; w < options.walks + options.focused_walks; ++w) {
+        const bool is_focused = w >= options.walks;
+        std::size_t applied = 0;
+        Graph g = tools::random_walk(base.graph, rules, is_focused ? focused : std::vector<std::size_t>{}, length(rng), rng,
+                                     applied);
+        if (applied == 0) continue;
+        const std::string variant = (is_focused ? "focused" : "walk") + std::to_string(w) + "_" + std::to_string(applied);
+        emit(std::move(g), base.name, variant, options, pricers);
+    }
+    emit_greedy(base.graph, base.name, options, pricers);
+}
+
+void emit_zoo(const Options& options, Pricers& pricers) {
+    for (const std::string& model : options.models)
+        for (const std::int64_t batch : options.batches) {
+            Graph g = models::build_zoo_model(model, {batch});
+            exec::fill_random_weights(g, options.seed);
+            const std::string name = model + "_b" + std::to_string(batch);
+            emit(g, name, "original", options, pricers);
+            if (std::find(options.rewrite.begin(), options.rewrite.end(), model) != options.rewrite.end())
+                emit_greedy(g, name, options, pricers);
+        }
+}
+
+/// Writes the price caches that were asked for (after each export, so a long run that
+/// stops keeps what it measured).
+void save_caches(const Options& options, const Pricers& pricers) {
+    if (pricers.ort && !options.ort_cache.empty()) pricers.ort->save_cache(options.ort_cache);
+    if (!options.profiler_cache.empty()) pricers.profiler.save_cache(options.profiler_cache);
 }
 
 void run(const Options& options) {
@@ -112,33 +148,51 @@ void run(const Options& options) {
     constexpr int mib_shift = 20;
     cost::CpuProfilerOptions profiling;
     profiling.cache_flush_bytes = options.flush_mib << mib_shift;
-    cost::CostModel<cost::CpuProfiler> profiler{cost::CpuProfiler(profiling)};
-    for (const std::string& model : options.models)
-        for (const std::int64_t batch : options.batches) {
-            const Graph g = models::build_zoo_model(model, {batch});
-            const std::string name = model + "_b" + std::to_string(batch);
-            emit(g, name, options, profiler);
-            if (std::find(options.rewrite.begin(), options.rewrite.end(), model) != options.rewrite.end())
-                emit_rewritten(g, name, options, profiler);
+    Pricers pricers(profiling);
+    cost::OrtBackendOptions ort_options;
+    ort_options.settings = {"basic", 1};  // as the end-to-end guard times models
+    ort_options.seed = options.seed;
+    if (!options.no_ort) pricers.ort.emplace(cost::OrtBackend(ort_options));
+    if (pricers.ort && !options.ort_cache.empty()) (void)pricers.ort->load_cache(options.ort_cache);
+    if (!options.profiler_cache.empty()) (void)pricers.profiler.load_cache(options.profiler_cache);
+    if (options.onnx.empty()) {
+        emit_zoo(options, pricers);
+    } else {
+        const auto rules = std::make_shared<const rewrite::RuleSet>(rewrite::default_rules());
+        for (const std::string& path : options.onnx) {
+            emit_export(path, options, pricers, rules);
+            save_caches(options, pricers);
         }
+    }
+    save_caches(options, pricers);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"Write zoo graph variants as ONNX and price them with the CPU profiler"};
+    CLI::App app{"Write graph variants as ONNX and price them with the ort backend, the analytic cpu preset and the CPU profiler"};
     Options options;
     app.add_option("--out", options.out, "folder for the .onnx files")->required();
-    app.add_option("--models", options.models, "zoo models");
-    app.add_option("--batches", options.batches, "batch sizes");
-    app.add_option("--rewrite", options.rewrite, "models that also get greedy-rewritten variants");
+    app.add_option("--onnx", options.onnx, "weight-free ONNX exports (data input `input`) to make variants of");
+    app.add_option("--walks", options.walks, "random walks over the default rules per export");
+    app.add_option("--focused-walks", options.focused_walks, "walks over the arithmetic-changing rules per export");
+    app.add_option("--steps", options.steps, "most rewrites per walk (each walk draws 1..steps)");
+    app.add_option("--models", options.models, "zoo models (without --onnx)");
+    app.add_option("--batches", options.batches, "batch sizes of the zoo models");
+    app.add_option("--rewrite", options.rewrite, "zoo models that also get greedy-rewritten variants");
     app.add_option("--budgets", options.budgets, "greedy rewrite budgets, one variant each");
-    app.add_option("--seed", options.seed, "seed of weights and inputs");
+    app.add_option("--seed", options.seed, "seed of walks, weights and inputs");
     app.add_option("--flush-mib", options.flush_mib, "time every op with cold caches, evicted by writing this many MiB");
+    app.add_flag("--no-ort", options.no_ort, "do not price with the ort backend (prints nan)");
+    app.add_option("--ort-cache", options.ort_cache, "cost cache file of the ort backend, kept between runs");
+    app.add_option("--profiler-cache", options.profiler_cache, "cost cache file of the CPU profiler, kept between runs");
     CLI11_PARSE(app, argc, argv);
     try {
         run(options);
     } catch (const rlflow::error& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 2;
+    } catch (const cost::OrtWorkerError& e) {
         std::fprintf(stderr, "error: %s\n", e.what());
         return 2;
     }

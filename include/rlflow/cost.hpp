@@ -9,3 +9,5 @@
 #include <rlflow/cost/cost_model.hpp>
 #include <rlflow/cost/cost_tracker.hpp>
 #include <rlflow/cost/cpu_profiler.hpp>
+#include <rlflow/cost/ort_backend.hpp>
+#include <rlflow/cost/ort_worker.hpp>

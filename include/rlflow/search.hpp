@@ -4,4 +4,5 @@
 
 #include <rlflow/search/backtracking.hpp>
 #include <rlflow/search/greedy.hpp>
+#include <rlflow/search/guard.hpp>
 #include <rlflow/search/search.hpp>

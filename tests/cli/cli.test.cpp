@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <sys/wait.h>
 
@@ -17,8 +18,9 @@ struct Result {
 };
 
 /// Runs `rlflow <arguments>`, capturing stdout and stderr together.
-Result run_cli(const std::string& arguments, bool merge_stderr = true) {
-    const std::string command = std::string(RLFLOW_CLI_PATH) + " " + arguments + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+Result run_cli(const std::string& arguments, bool merge_stderr = true, const std::string& environment = "") {
+    const std::string command = environment + (environment.empty() ? "" : " ") + std::string(RLFLOW_CLI_PATH) + " " + arguments
+                                + (merge_stderr ? " 2>&1" : " 2>/dev/null");
     FILE* pipe = popen(command.c_str(), "r");
     REQUIRE(pipe != nullptr);
     std::string output;
@@ -26,6 +28,13 @@ Result run_cli(const std::string& arguments, bool merge_stderr = true) {
     while (const std::size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), n);
     const int status = pclose(pipe);
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+/// Whether ONNX Runtime (node and tools/ort/node_modules) is here; says "skipped" if not.
+bool ort_installed() {
+    const bool here = std::filesystem::is_directory(std::string(RLFLOW_SOURCE_DIR) + "/tools/ort/node_modules/onnxruntime-node")
+                      && std::system("command -v node >/dev/null 2>&1") == 0;
+    if (!here) MESSAGE("skipped: ONNX Runtime (node, tools/ort/node_modules) is not installed");
+    return here;
 }
 }  // namespace
 
@@ -139,8 +148,13 @@ TEST_CASE("optimize writes a cheaper verified model and a report with the contra
     std::filesystem::create_directories(dir);
     const auto out = dir / "squeezenet.opt.onnx";
     const auto report = dir / "report.json";
+    const auto model = dir / "squeezenet.onnx";
     std::filesystem::remove(out);
-    const Result r = run_cli("optimize zoo:squeezenet1_1 -o " + out.string() + " --budget 30 --report " + report.string());
+    // A real export with weights: what is computed from weights alone is folded before writing.
+    REQUIRE(run_cli("weights " + std::string(RLFLOW_SOURCE_DIR) + "/tests/data/squeezenet1_1_op17.onnx " + model.string()
+                    + " --data-inputs input").exit_code == 0);
+    const Result r = run_cli("optimize " + model.string() + " -o " + out.string() + " --cost analytic --device v100 --guard none"
+                             " --budget 30 --report " + report.string());
     REQUIRE(r.exit_code == 0);
     CHECK(std::filesystem::exists(out));
     std::ifstream in(report);
@@ -148,16 +162,18 @@ TEST_CASE("optimize writes a cheaper verified model and a report with the contra
     for (const char* field : {"model", "search", "cost_backend", "cost_before_ms", "cost_after_ms", "memory_before_bytes",
                               "memory_after_bytes", "rewrites", "seconds", "verified", "max_abs_diff"})
         CHECK_MESSAGE(j.contains(field), field);
-    CHECK(j["model"] == "zoo:squeezenet1_1");
+    CHECK(j["model"] == model.string());
     CHECK(j["search"] == "taso");
     CHECK(j["cost_backend"] == "analytic:v100");
     CHECK(j["verified"] == true);
     CHECK(j["cost_after_ms"].get<double>() < j["cost_before_ms"].get<double>());
     CHECK(j["rewrites"]["fuse_conv_relu_bias"].get<int>() > 0);
     // The written model loads again, with the parallel expand convolutions merged.
-    const auto before = nlohmann::json::parse(run_cli("info zoo:squeezenet1_1 --json", false).output);
+    const auto before = nlohmann::json::parse(run_cli("info " + model.string() + " --json", false).output);
     const auto after = nlohmann::json::parse(run_cli("info " + out.string() + " --json", false).output);
     CHECK(after["op_histogram"]["Conv2D"].get<int>() < before["op_histogram"]["Conv2D"].get<int>());
+    // Merged kernels are written as initializers, not as runtime Concat/Pad of weights.
+    CHECK_FALSE(after["op_histogram"].contains("Pad"));
     std::filesystem::remove_all(dir);
 }
 
@@ -187,7 +203,8 @@ TEST_CASE("optimize reuses a cost cache file and ignores a damaged one") {
     std::filesystem::create_directories(dir);
     const auto cache = dir / "costs.bin";
     std::filesystem::remove(cache);
-    const std::string args = "optimize zoo:resnet18 --search greedy -o " + (dir / "out.onnx").string() + " --cost-cache " + cache.string();
+    const std::string args = "optimize zoo:resnet18 --search greedy --cost analytic --guard none -o " + (dir / "out.onnx").string()
+                             + " --cost-cache " + cache.string();
     const Result first = run_cli(args);
     REQUIRE(first.exit_code == 0);
     REQUIRE(std::filesystem::exists(cache));
@@ -210,7 +227,8 @@ TEST_CASE("optimize rewrites around an op rlflow cannot execute, verifies region
     const auto out = dir / "opt.onnx";
     const auto report = dir / "report.json";
     const std::string model = std::string(RLFLOW_SOURCE_DIR) + "/tests/data/opaque/conv_sin_branches.onnx";
-    const Result r = run_cli("optimize " + model + " -o " + out.string() + " --report " + report.string());
+    const Result r = run_cli("optimize " + model + " -o " + out.string() + " --cost analytic --device v100 --guard none --report "
+                             + report.string());
     REQUIRE_MESSAGE(r.exit_code == 0, r.output);
     CHECK(r.output.find("verified region by region (2 regions") != std::string::npos);
     std::ifstream in(report);
@@ -277,4 +295,61 @@ TEST_CASE("rules generate refuses an unknown op with exit code 2 and writes noth
     CHECK(r.exit_code == 2);
     CHECK(r.output.find("frobnicate") != std::string::npos);
     CHECK_FALSE(std::filesystem::exists(out));
+}
+
+TEST_CASE("optimize refuses bad cost, guard and ONNX Runtime options with exit code 2 and writes nothing") {
+    const auto dir = std::filesystem::temp_directory_path() / "rlflow_cli_ort_options";
+    std::filesystem::create_directories(dir);
+    const auto out = dir / "out.onnx";
+    const std::string base = "optimize zoo:squeezenet1_1 -o " + out.string() + " --budget 2 ";
+    for (const char* bad : {"--ort-threads 0", "--ort-level fast", "--guard maybe", "--cost tpu", "--guard-rounds 2",
+                            "--guard-candidates 0", "--guard-levels basic fast"}) {
+        const Result r = run_cli(base + bad);
+        CHECK_MESSAGE(r.exit_code == 2, bad, r.output);
+    }
+    // Asked for by name where ONNX Runtime is missing: a message saying how to install it.
+    for (const char* needs_ort : {"--cost ort", "--cost analytic --device cpu --guard ort"}) {
+        const Result r = run_cli(base + needs_ort, true, "RLFLOW_ORT_DIR=/nonexistent");
+        CHECK_MESSAGE(r.exit_code == 2, needs_ort, r.output);
+        CHECK(r.output.find("tools/setup.sh") != std::string::npos);
+    }
+    CHECK_FALSE(std::filesystem::exists(out));
+    // Without ONNX Runtime the automatic choices fall back to the analytic CPU preset, unguarded.
+    const Result fallback = run_cli(base + "--cost-cache none", true, "RLFLOW_ORT_DIR=/nonexistent");
+    CHECK_MESSAGE(fallback.exit_code == 0, fallback.output);
+    CHECK(fallback.output.find("cost backend: analytic:cpu; guard: off") != std::string::npos);
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("optimize with ONNX Runtime names its target, prices ops in ORT and guards what it writes") {
+    if (!ort_installed()) return;
+    const auto dir = std::filesystem::temp_directory_path() / "rlflow_cli_ort_guard";
+    std::filesystem::create_directories(dir);
+    const auto out = dir / "out.onnx";
+    const auto report = dir / "report.json";
+    const Result r = run_cli("optimize zoo:squeezenet1_1 -o " + out.string() + " --budget 20 --guard-rounds 9 --cost-cache "
+                             + (dir / "costs.bin").string() + " --report " + report.string());
+    REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+    CHECK(r.output.find("target: this machine's CPU") != std::string::npos);
+    std::ifstream in(report);
+    const auto j = nlohmann::json::parse(in);
+    CHECK(j["cost_backend"].get<std::string>().find("ort:") == 0);
+    CHECK(j["ort_level"] == "basic");
+    CHECK(j["ort_threads"] == 1);
+    CHECK(j["ort_before_ms"].get<double>() > 0);
+    CHECK(j["ort_after_ms"].get<double>() > 0);
+    const std::string decision = j["guard"]["decision"];
+    CHECK((decision == "candidate" || decision == "input"));
+    CHECK(j["guard"]["levels"] == nlohmann::json({"basic", "all"}));
+    if (decision == "candidate") {
+        // Written only when faster beyond the noise at basic and not slower at all.
+        CHECK(j["ort_after_ms"].get<double>() < j["ort_before_ms"].get<double>());
+        CHECK(j["written"] == "optimised");
+        CHECK(j["verified"] == true);
+    } else {
+        CHECK(j["written"] == "input");
+        CHECK(j["rewrites"].empty());
+    }
+    CHECK(std::filesystem::exists(out));
+    std::filesystem::remove_all(dir);
 }

@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include <memory>
+
 using namespace rlflow;
 
 namespace {
@@ -10,10 +12,11 @@ TensorType f32(Shape s) { return {DType::Float32, s}; }
 }  // namespace
 
 TEST_CASE("folding weight-only ops turns their outputs into weights and takes them out of the activations") {
-    // y = x @ (W * s): W * s reads weights alone.
+    // y = x @ (W * s): W * s reads weights alone. W has data (an initializer): a weight
+    // without it is fed at run time and nothing computed from it folds (weight_only.test.cpp).
     Graph g;
     const NodeId x = g.add_input("x", f32({1, 8}));
-    const NodeId w = g.add_weight("W", f32({8, 16}));
+    const NodeId w = g.add_weight("W", f32({8, 16}), std::make_shared<const Tensor>(Shape{8, 16}));
     const NodeId s = g.add_constant("s", Tensor::from_floats({1}, {0.5f}));
     const NodeId scaled = g.add_node(OpKind::Mul, {{w, 0}, {s, 0}});
     g.add_output({g.add_node(OpKind::MatMul, {{x, 0}, {scaled, 0}}), 0});

@@ -1,13 +1,17 @@
 #include <rlflow/cost.hpp>
+#include <rlflow/exec/random.hpp>
 #include <rlflow/models/zoo.hpp>
 #include <rlflow/rewrite.hpp>
 #include <rlflow/core/random.hpp>
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <string>
 
 using namespace rlflow;
 using cost::AnalyticBackend;
@@ -80,7 +84,7 @@ TEST_CASE("small grouped convolutions run below peak, so merging groups can pay"
 
 TEST_CASE("an unknown device preset is an error that lists the presets") {
     CHECK_THROWS_WITH_AS((void)AnalyticBackend::preset("tpu"),
-                         "[rlflow.precondition_error] unknown device preset 'tpu' (v100, a100, h100, cpu)", precondition_error);
+                         "[rlflow.precondition_error] unknown device preset 'tpu' (v100, a100, h100, a100-tf32, h100-tf32, cpu)", precondition_error);
 }
 
 TEST_CASE("the cost model caches by signature and does not charge for weight-only ops") {
@@ -94,15 +98,49 @@ TEST_CASE("the cost model caches by signature and does not charge for weight-onl
     CHECK(model.graph_cost(g) == first);
     CHECK(model.backend().calls == calls);
 
+    // a and b have data (initializers), so their Concat is folded before the model runs.
     Graph weights;
     const TensorRef x{weights.add_input("x", f32({4, 8})), 0};
-    const TensorRef a{weights.add_weight("a", f32({8, 4})), 0};
-    const TensorRef b{weights.add_weight("b", f32({8, 4})), 0};
+    const TensorRef a{weights.add_weight("a", f32({8, 4}), std::make_shared<const Tensor>(Shape{8, 4})), 0};
+    const TensorRef b{weights.add_weight("b", f32({8, 4}), std::make_shared<const Tensor>(Shape{8, 4})), 0};
     const NodeId both = weights.add_node(OpKind::Concat, {a, b}, {{"axis", std::int64_t{1}}});
     weights.add_output({weights.add_node(OpKind::MatMul, {x, {both, 0}}), 0});
     CostModel<AnalyticBackend> analytic;
     const double matmul_only = analytic.node_cost(weights, weights.node(weights.outputs()[0].value.node));
     CHECK(analytic.graph_cost(weights) == doctest::Approx(matmul_only));
+}
+
+TEST_CASE("ops computed from a weight without data, a run-time input, are priced in full") {
+    // y = x @ (W * s): with W fed at run time, W * s runs on every inference.
+    Graph g;
+    const NodeId x = g.add_input("x", f32({64, 256}));
+    const NodeId w = g.add_weight("W", f32({256, 256}));
+    const NodeId s = g.add_constant("s", Tensor::from_floats({1}, {0.5f}));
+    const NodeId scaled = g.add_node(OpKind::Mul, {{w, 0}, {s, 0}});
+    const NodeId y = g.add_node(OpKind::MatMul, {{x, 0}, {scaled, 0}});
+    g.add_output({y, 0});
+    CostModel<AnalyticBackend> model;
+    const double mul = model.node_cost(g, g.node(scaled));
+    const double matmul = model.node_cost(g, g.node(y));
+    CHECK(mul > 0);
+    CHECK(model.graph_cost(g) == doctest::Approx(mul + matmul));
+
+    // The same graph with W as an initializer: W * s folds and costs nothing per inference.
+    g.set_weight_data(w, std::make_shared<const Tensor>(Shape{256, 256}));
+    CHECK(model.graph_cost(g) == doctest::Approx(matmul));
+}
+
+TEST_CASE("a zero-input opaque op such as RandomNormal and the op reading it are priced") {
+    Graph g;
+    const Attributes shape{{"shape", std::vector<std::int64_t>{64, 64}}};
+    const NodeId noise = g.add_opaque("RandomNormal", "", {}, {f32({64, 64})}, shape, "noise");
+    const NodeId w = g.add_weight("W", f32({64, 64}), std::make_shared<const Tensor>(Shape{64, 64}));
+    const NodeId sum = g.add_node(OpKind::Add, {{noise, 0}, {w, 0}});
+    g.add_output({sum, 0});
+    CostModel<AnalyticBackend> model;
+    const double add = model.node_cost(g, g.node(sum));
+    CHECK(add > 0);
+    CHECK(model.graph_cost(g) == doctest::Approx(model.node_cost(g, g.node(noise)) + add));
 }
 
 TEST_CASE("the cost cache file round-trips, and a corrupt or foreign one is never trusted") {
@@ -146,9 +184,20 @@ TEST_CASE("the cost cache file round-trips, and a corrupt or foreign one is neve
 
 TEST_CASE("the incremental cost tracker equals a full recount over random rewrites and undos") {
     auto rules = std::make_shared<const rewrite::RuleSet>(rewrite::builtin_rules());
-    for (const char* name : {"inception_v3", "bert", "resnext50"}) {
+    // Zoo graphs have weights without data (run-time inputs, so nothing is weight-only);
+    // with data, rewrites such as Conv + BatchNorm folding create weight-only ops.
+    struct Case {
+        const char* name;
+        bool with_data;
+    };
+    for (const Case& c : {Case{"inception_v3", false}, Case{"bert", false}, Case{"resnext50", false},
+                          Case{"bert", true}, Case{"resnext50", true}}) {
+        const char* name = c.name;
         CAPTURE(name);
-        rewrite::Rewriter rw(models::build_zoo_model(name), rules);
+        CAPTURE(c.with_data);
+        Graph graph = models::build_zoo_model(name);
+        if (c.with_data) exec::fill_random_weights(graph, 1);
+        rewrite::Rewriter rw(std::move(graph), rules);
         CostModel<AnalyticBackend> model;
         cost::CostTracker<AnalyticBackend> tracker(model, rw.graph());
         Rng rng(9);
@@ -170,5 +219,68 @@ TEST_CASE("the incremental cost tracker equals a full recount over random rewrit
             }
             REQUIRE(tracker.total() == doctest::Approx(model.graph_cost(rw.graph())).epsilon(1e-9));
         }
+    }
+}
+
+namespace {
+
+/// x -> Conv2D -> BatchNormalization -> y. The weights named in `with_data` get data
+/// (initializers); the others have none (run-time inputs).
+Graph conv_batchnorm(const std::vector<std::string>& with_data) {
+    constexpr std::int64_t channels = 16;
+    const auto weight = [&](Graph& g, const std::string& name, const Shape& shape) -> TensorRef {
+        const bool data = std::find(with_data.begin(), with_data.end(), name) != with_data.end();
+        return {g.add_weight(name, f32(shape), data ? std::make_shared<const Tensor>(shape) : nullptr), 0};
+    };
+    Graph g;
+    const TensorRef x{g.add_input("x", f32({1, 8, 12, 12})), 0};
+    const TensorRef w = weight(g, "conv.w", {channels, 8, 3, 3});
+    const NodeId conv = g.add_node(OpKind::Conv2D, {x, w}, {{"pads", std::vector<std::int64_t>{1, 1, 1, 1}}}, "conv");
+    std::vector<TensorRef> inputs{{conv, 0}};
+    for (const char* p : {"bn.gamma", "bn.beta", "bn.mean", "bn.variance"}) inputs.push_back(weight(g, p, {channels}));
+    g.add_output({g.add_node(OpKind::BatchNormalization, inputs, {{"epsilon", 1e-3}}, "bn"), 0}, "y");
+    return g;
+}
+
+}  // namespace
+
+TEST_CASE("the cost tracker agrees with a full recount when Conv + BatchNorm folding consumes weights without data") {
+    auto rules = std::make_shared<const rewrite::RuleSet>(rewrite::builtin_rules());
+    const std::uint32_t fold = rules->at("fold_conv_batchnorm").id;
+    const std::vector<std::string> all{"conv.w", "bn.gamma", "bn.beta", "bn.mean", "bn.variance"};
+    const std::vector<std::vector<std::string>> data_cases{{}, {"bn.gamma", "bn.beta"}, all};
+    for (const auto& with_data : data_cases) {
+        CAPTURE(with_data.size());
+        rewrite::Rewriter rw(conv_batchnorm(with_data), rules);
+        CostModel<AnalyticBackend> model;
+        cost::CostTracker<AnalyticBackend> tracker(model, rw.graph());
+        const double before = model.graph_cost(rw.graph());
+        CHECK(tracker.total() == doctest::Approx(before).epsilon(1e-12));
+
+        REQUIRE(rw.index().num_choices(fold) == 1);
+        EditJournal journal = rw.apply(fold, 0);
+        tracker.update(rw.graph(), journal.touched_nodes());
+        const double after = model.graph_cost(rw.graph());
+        CHECK(tracker.total() == doctest::Approx(after).epsilon(1e-12));
+
+        // With the kernel and every BatchNorm weight initializers, only the folded
+        // convolution runs. Where the kernel or variance is fed at run time, the rule's
+        // 7 weight ops (Add, Sqrt, Div, Reshape, Mul, Mul, Sub) all run and are priced.
+        const std::vector<char> marks = weight_only_nodes(rw.graph());
+        std::size_t priced = 0;
+        double conv = 0;
+        for (const Node& n : rw.graph().nodes()) {
+            priced += !marks[n.id.value] && !n.traits().has(op_flag_source) ? 1 : 0;
+            if (n.op == OpKind::Conv2D) conv = model.node_cost(rw.graph(), n);
+        }
+        constexpr std::size_t weight_ops = 7;
+        CHECK(priced == (with_data == all ? 1 : 1 + weight_ops));
+        if (with_data == all) CHECK(after == doctest::Approx(conv));
+        else CHECK(after > conv);
+
+        const auto touched = journal.touched_nodes();
+        rw.undo(std::move(journal));
+        tracker.update(rw.graph(), touched);
+        CHECK(tracker.total() == doctest::Approx(before).epsilon(1e-12));
     }
 }

@@ -5,12 +5,17 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
 using namespace rlflow;
 using cost::CostModel;
 using cost::CudnnProfiler;
+using cost::CudnnProfilerOptions;
+using cost::MathMode;
 
 static_assert(cost::CostBackend<CudnnProfiler>);
 static_assert(cost::is_cost_backend_v<CudnnProfiler>);
@@ -56,6 +61,92 @@ TEST_CASE("the profiler's name starts with cudnn: and names the device") {
     const CudnnProfiler profiler;
     CHECK(profiler.name().starts_with("cudnn:"));
     CHECK(profiler.name().size() > std::string("cudnn:").size());
+}
+
+TEST_CASE("the math mode is named fp32 or tf32, and fp32 is the default") {
+    CHECK(cost::math_mode_name(MathMode::fp32) == "fp32");
+    CHECK(cost::math_mode_name(MathMode::tf32) == "tf32");
+    CHECK(CudnnProfilerOptions{}.math == MathMode::fp32);
+}
+
+TEST_CASE("the profiler's name ends with its math mode, so fp32 and tf32 costs are cached apart") {
+    const std::string fp32 = CudnnProfiler::profiler_name("NVIDIA A100-SXM4-40GB", MathMode::fp32);
+    const std::string tf32 = CudnnProfiler::profiler_name("NVIDIA A100-SXM4-40GB", MathMode::tf32);
+    CHECK(fp32 == "cudnn:NVIDIA A100-SXM4-40GB:fp32");
+    CHECK(tf32 == "cudnn:NVIDIA A100-SXM4-40GB:tf32");
+    CHECK(fp32 != tf32);
+    if (!gpu_present()) return;
+    const CudnnProfiler profiler;
+    CHECK(profiler.math_mode() == MathMode::fp32);
+    CHECK(profiler.name().ends_with(":fp32"));
+    if (!CudnnProfiler::supports(MathMode::tf32)) {
+        MESSAGE("tf32 part skipped: device 0 cannot run tf32");
+        return;
+    }
+    const CudnnProfiler tf32_profiler(CudnnProfilerOptions{.math = MathMode::tf32});
+    CHECK(tf32_profiler.math_mode() == MathMode::tf32);
+    CHECK(tf32_profiler.name().ends_with(":tf32"));
+    CHECK(tf32_profiler.name() != profiler.name());
+}
+
+TEST_CASE("tf32 is refused, naming the device, on a GPU without TF32 tensor cores") {
+    cudaDeviceProp volta{};
+    std::snprintf(volta.name, sizeof(volta.name), "%s", "Tesla V100-SXM2-16GB");
+    volta.major = 7;
+    volta.minor = 0;
+    const std::string reason = CudnnProfiler::math_mode_unavailable_reason(MathMode::tf32, 3, volta);
+    CHECK(reason
+          == "math mode tf32 needs TF32 tensor cores (compute capability 8.0 or newer), but CUDA device 3 "
+             "'Tesla V100-SXM2-16GB' has compute capability 7.0; use fp32");
+    CHECK(CudnnProfiler::math_mode_unavailable_reason(MathMode::fp32, 3, volta).empty());
+}
+
+TEST_CASE("tf32 is refused while NVIDIA_TF32_OVERRIDE=0 turns TF32 off in the libraries") {
+    cudaDeviceProp ampere{};
+    std::snprintf(ampere.name, sizeof(ampere.name), "%s", "NVIDIA A100-SXM4-40GB");
+    ampere.major = 8;
+    const char* previous = std::getenv("NVIDIA_TF32_OVERRIDE");
+    const std::optional<std::string> saved = previous ? std::optional<std::string>(previous) : std::nullopt;
+    ::setenv("NVIDIA_TF32_OVERRIDE", "0", 1);
+    const std::string overridden = CudnnProfiler::math_mode_unavailable_reason(MathMode::tf32, 0, ampere);
+    const std::string fp32_overridden = CudnnProfiler::math_mode_unavailable_reason(MathMode::fp32, 0, ampere);
+    ::unsetenv("NVIDIA_TF32_OVERRIDE");
+    const std::string unset = CudnnProfiler::math_mode_unavailable_reason(MathMode::tf32, 0, ampere);
+    if (saved) ::setenv("NVIDIA_TF32_OVERRIDE", saved->c_str(), 1);
+    CHECK(overridden.find("NVIDIA_TF32_OVERRIDE=0") != std::string::npos);
+    CHECK(overridden.find("CUDA device 0 'NVIDIA A100-SXM4-40GB'") != std::string::npos);
+    CHECK(fp32_overridden.empty());
+    CHECK(unset.empty());
+}
+
+TEST_CASE("a tf32 profiler on a device that cannot run tf32 throws precondition_error") {
+    if (!gpu_present()) return;
+    if (CudnnProfiler::supports(MathMode::tf32)) {
+        MESSAGE("skipped: device 0 runs tf32");
+        return;
+    }
+    CHECK_THROWS_WITH_AS(CudnnProfiler(CudnnProfilerOptions{.math = MathMode::tf32}),
+                         doctest::Contains("cuDNN profiler: math mode tf32"), precondition_error);
+}
+
+TEST_CASE("both math modes price a large fp32 convolution and matrix product at a finite positive time") {
+    if (!gpu_present()) return;
+    for (const MathMode mode : {MathMode::fp32, MathMode::tf32}) {
+        CAPTURE(cost::math_mode_name(mode));
+        if (!CudnnProfiler::supports(mode)) {
+            MESSAGE("skipped ", cost::math_mode_name(mode), ": device 0 cannot run it");
+            continue;
+        }
+        // Costs are compared with nothing but zero: two timings vary from run to run.
+        CostModel<CudnnProfiler> model(CudnnProfiler(CudnnProfilerOptions{.math = mode}));
+        const double conv = price(model, OpKind::Conv2D, {{8, 256, 56, 56}, {256, 256, 3, 3}}, conv_attributes(0));
+        const double matmul = price(model, OpKind::MatMul, {{4096, 4096}, {4096, 4096}});
+        const double batched = price(model, OpKind::MatMul, {{16, 512, 512}, {16, 512, 512}});
+        for (const double ms : {conv, matmul, batched}) {
+            CHECK(std::isfinite(ms));
+            CHECK(ms > 0.0);
+        }
+    }
 }
 
 TEST_CASE("a bigger convolution costs more than a smaller one on the GPU") {

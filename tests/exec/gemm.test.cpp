@@ -107,5 +107,8 @@ TEST_CASE("gemm with beta 0 ignores C, even where it holds infinities") {
     const Tensor c = Tensor::from_floats({4}, {INFINITY, -INFINITY, NAN, 1.0f});
     const auto y = run_op(OpKind::Gemm, {a, b, c}, {{"beta", 0.0}}).at(0);
     const auto expected = run_op(OpKind::MatMul, {a, b}).at(0);
-    CHECK(y == expected);
+    // Gemm and MatMul are different code paths, vectorised differently under -march=native:
+    // equal within float rounding (and finite: none of C's infinities or NaN leaked in).
+    const auto& want = expected.floats();
+    check_close(y, expected.shape(), std::vector<double>(want.begin(), want.end()));
 }

@@ -1,19 +1,26 @@
 #pragma once
-// `rlflow optimize <MODEL> -o <out.onnx> [--search greedy|taso] [--cost analytic|cpu|cudnn]
-//  [--device PRESET] [--budget N] [--alpha A] [--rules FILE] [--time-limit S] [--report r.json]`:
-// searches for a cheaper equivalent graph, checks it against the original on random
-// inputs, and only then writes it (atomically) with a report.
+// `rlflow optimize <MODEL> -o <out.onnx> [--search greedy|taso] [--cost auto|analytic|cpu|ort|cudnn]
+//  [--device PRESET] [--guard auto|ort|none] [--ort-level L] [--budget N] [--alpha A] [--rules FILE]
+//  [--time-limit S] [--report r.json]`: searches for a cheaper equivalent graph for the target
+// (this machine's CPU, or a GPU), times the best few in ONNX Runtime against the input (the
+// guard), checks the chosen one against the original on random inputs, and only then writes
+// it (atomically) with a report. A model never runs slower than its input: when no
+// candidate is faster beyond the noise, the input is written unchanged.
 
 #include "command_info.hpp"
 #include "model_source.hpp"
+#include "optimize_guard.hpp"
 #include "progress.hpp"
+#include "target.hpp"
 
 #include <rlflow/core/atomic_file.hpp>
 #include <rlflow/core/memory.hpp>
 #include <rlflow/cost.hpp>
+#include <rlflow/cost/ort_backend.hpp>
 #if defined(RLFLOW_HAS_CUDA)
 #include <rlflow/cost/cudnn_profiler.hpp>
 #endif
+#include <rlflow/exec/fold_weights.hpp>
 #include <rlflow/onnx/export.hpp>
 #include <rlflow/rewrite.hpp>
 #include <rlflow/rewrite/default_rules.hpp>
@@ -27,6 +34,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <type_traits>
 
 namespace rlflow::cli {
 
@@ -35,8 +43,8 @@ struct OptimizeOptions {
     std::string output;
     ModelOptions load;
     std::string search = "taso";
-    std::string cost = "analytic";
-    std::string device = "v100";
+    std::string cost = "auto";
+    std::string device = "auto";
     std::size_t budget = 1000;
     double alpha = 1.05;
     double time_limit = 0;
@@ -46,6 +54,12 @@ struct OptimizeOptions {
     int verify_trials = 3;
     onnx_io::ExportOptions save;
     std::uint64_t seed = 0;
+    std::string guard = "auto";
+    std::string ort_level = "basic";
+    int ort_threads = 1;
+    std::vector<std::string> guard_levels;
+    std::size_t guard_candidates = 3;
+    int guard_rounds = 21;
 };
 
 /// Set by SIGINT: the search stops and the best graph so far is verified and written.
@@ -62,12 +76,13 @@ inline std::shared_ptr<const rewrite::RuleSet> load_rule_set(const std::string& 
 /// Runs the chosen search with `model` pricing it.
 template <cost::CostBackend Backend>
 search::SearchResult run_search(const OptimizeOptions& o, const Graph& g, std::shared_ptr<const rewrite::RuleSet> rules,
-                                cost::CostModel<Backend>& model) {
+                                cost::CostModel<Backend>& model, std::size_t keep_best) {
     search::SearchOptions options;
     options.budget = o.budget;
     options.alpha = o.alpha;
     options.time_limit_seconds = o.time_limit;
     options.stop = &interrupted;
+    options.keep_best = keep_best;
     ProgressBar bar("search", o.budget);
     options.on_progress = [&](const search::SearchProgress& p) {
         bar.update(p.expansions, "best " + format_ms(p.best_cost_ms) + " (" + format_ratio(p.initial_cost_ms / p.best_cost_ms) + ")");
@@ -106,22 +121,49 @@ inline Verification verify(const Graph& original, const Graph& result, const Opt
     return {"regions", check.equal, check.max_abs_diff, check.regions.size(), check.detail};
 }
 
-inline nlohmann::json optimize_report(const OptimizeOptions& o, const std::string& backend, const Graph& before,
-                                      const search::SearchResult& r, const Verification& check) {
+/// A graph that may be written: the search's best, a runner-up, or the input.
+struct Outcome {
+    Graph graph;
+    double cost_ms = 0;
+    std::map<std::string, std::size_t> rewrites;
+    bool is_input = false;
+};
+
+/// The search's best graph and runners-up as they would be written: dead nodes removed,
+/// weight-only subgraphs of known weights folded into new weights.
+inline std::vector<Outcome> candidate_outcomes(search::SearchResult& r) {
+    std::vector<Outcome> out;
+    if (r.rewrites.empty()) return out;
+    out.push_back({std::move(r.graph), r.best_cost_ms, r.rewrites, false});
+    for (auto& runner : r.runners_up) out.push_back({std::move(runner.graph), runner.cost_ms, runner.rewrites, false});
+    for (Outcome& c : out) {
+        c.graph.remove_dead_nodes();
+        (void)exec::fold_weight_only(c.graph);
+    }
+    return out;
+}
+
+inline nlohmann::json optimize_report(const OptimizeOptions& o, const std::string& target, const std::string& backend,
+                                      const Graph& before, const search::SearchResult& r, const Outcome& written,
+                                      const Verification& check) {
     nlohmann::json j;
     j["model"] = o.model;
+    j["target"] = target;
     j["search"] = o.search;
     j["cost_backend"] = backend;
     j["cost_before_ms"] = r.initial_cost_ms;
-    j["cost_after_ms"] = r.best_cost_ms;
-    // As deployed: ops on weights alone are folded ahead of time, as the cost model prices them.
+    j["cost_after_ms"] = written.cost_ms;
+    j["search_best_cost_ms"] = r.best_cost_ms;
+    // As deployed: ops on known weights alone are folded ahead of time, as the cost model prices them.
     const MemoryProfile memory_before = folded_memory_profile(before);
-    const MemoryProfile memory_after = folded_memory_profile(r.graph);
+    const MemoryProfile memory_after = folded_memory_profile(written.graph);
     j["memory_before_bytes"] = memory_before.peak_activation_bytes;
     j["memory_after_bytes"] = memory_after.peak_activation_bytes;
     j["weight_bytes_before"] = memory_before.weight_bytes;
     j["weight_bytes_after"] = memory_after.weight_bytes;
-    j["rewrites"] = r.rewrites;
+    j["written"] = written.is_input ? "input" : "optimised";
+    j["rewrites"] = written.rewrites;
+    j["search_rewrites"] = r.rewrites;
     j["expansions"] = r.expansions;
     j["stop_reason"] = search::stop_reason_name(r.reason);
     j["seconds"] = r.seconds;
@@ -132,17 +174,35 @@ inline nlohmann::json optimize_report(const OptimizeOptions& o, const std::strin
     return j;
 }
 
+inline void add_guard_report(nlohmann::json& j, const GuardOutcome& g, const GuardSettings& settings) {
+    j["guard"] = guard_json(g, settings);
+    j["ort_level"] = settings.levels.empty() ? nlohmann::json() : nlohmann::json(settings.levels.front());
+    j["ort_threads"] = settings.threads;
+    j["ort_before_ms"] = g.before_ms > 0 ? nlohmann::json(g.before_ms) : nlohmann::json();
+    j["ort_after_ms"] = g.after_ms > 0 ? nlohmann::json(g.after_ms) : nlohmann::json();
+}
+
 inline void print_summary(const nlohmann::json& j) {
     std::printf("%-22s %14s %14s\n", "", "before", "after");
     std::printf("%-22s %14s %14s  (%s)\n", "cost", format_ms(j["cost_before_ms"].get<double>()).c_str(),
                 format_ms(j["cost_after_ms"].get<double>()).c_str(),
                 format_ratio(j["cost_before_ms"].get<double>() / j["cost_after_ms"].get<double>()).c_str());
+    if (j["ort_before_ms"].is_number() && j["ort_after_ms"].is_number())
+        std::printf("%-22s %14s %14s  (%s)\n", ("ONNX Runtime " + j["ort_level"].get<std::string>()).c_str(),
+                    format_ms(j["ort_before_ms"].get<double>()).c_str(), format_ms(j["ort_after_ms"].get<double>()).c_str(),
+                    format_ratio(j["ort_before_ms"].get<double>() / j["ort_after_ms"].get<double>()).c_str());
     std::printf("%-22s %14s %14s\n", "peak activations", human_bytes(j["memory_before_bytes"].get<double>()).c_str(),
                 human_bytes(j["memory_after_bytes"].get<double>()).c_str());
     std::printf("%-22s %14s %14s\n", "weights", human_bytes(j["weight_bytes_before"].get<double>()).c_str(),
                 human_bytes(j["weight_bytes_after"].get<double>()).c_str());
-    std::printf("rewrites (%s after %zu expansions, %.2f s):\n", j["stop_reason"].get<std::string>().c_str(),
+    std::printf("search: %s after %zu expansions, %.2f s\n", j["stop_reason"].get<std::string>().c_str(),
                 j["expansions"].get<std::size_t>(), j["seconds"].get<double>());
+    if (j["guard"]["decision"] != "off") std::printf("guard: %s\n", j["guard"]["reason"].get<std::string>().c_str());
+    if (j["written"] == "input") {
+        std::printf("wrote the input unchanged\n");
+        return;
+    }
+    std::printf("rewrites:\n");
     for (const auto& [rule, count] : j["rewrites"].items()) std::printf("  %-34s %6d\n", rule.c_str(), count.get<int>());
     if (j["verification"] == "regions")
         std::printf("verified region by region (%zu regions, random boundary values): max |diff| %.3g\n",
@@ -151,30 +211,128 @@ inline void print_summary(const nlohmann::json& j) {
         std::printf("verified on random inputs: max |diff| %.3g\n", j["max_abs_diff"].get<double>());
 }
 
-/// Optimises, verifies, writes. A failed verification writes nothing and exits 1.
+/// The cost cache file: --cost-cache, "none" for none, or by default a per-user file for
+/// measuring backends (whose prices take time to measure).
+inline std::optional<std::filesystem::path> cost_cache_path(const OptimizeOptions& o, const std::string& backend_name) {
+    if (o.cost_cache == "none") return std::nullopt;
+    if (!o.cost_cache.empty()) return std::filesystem::path(o.cost_cache);
+    if (backend_name.starts_with("analytic")) return std::nullopt;
+    return default_cost_cache(backend_name);
+}
+
 template <cost::CostBackend Backend>
-void optimize_with(const OptimizeOptions& o, Backend backend) {
+void load_cost_cache(cost::CostModel<Backend>& model, const std::optional<std::filesystem::path>& cache) {
+    // A cache file of another backend, version or a damaged one is ignored, never trusted.
+    if (cache && !model.load_cache(*cache) && std::filesystem::exists(*cache))
+        std::fprintf(stderr, "note: cost cache %s is not usable for %s; measuring again\n", cache->c_str(),
+                     model.name().c_str());
+}
+
+template <cost::CostBackend Backend>
+void save_cost_cache(const cost::CostModel<Backend>& model, const std::optional<std::filesystem::path>& cache,
+                     bool chosen_by_user) {
+    if (!cache) return;
+    try {
+        if (cache->has_parent_path()) std::filesystem::create_directories(cache->parent_path());
+        model.save_cache(*cache);
+    } catch (const std::exception& e) {
+        if (chosen_by_user) throw;
+        std::fprintf(stderr, "note: op costs not cached (%s)\n", e.what());
+    }
+}
+
+/// The guard's settings from the options ("auto": ort when the target is this CPU and
+/// ONNX Runtime is installed, else none).
+inline GuardSettings guard_settings(const OptimizeOptions& o, bool cpu_target) {
+    GuardSettings g;
+    g.mode = o.guard;
+    if (g.mode == "ort")
+        if (const auto why = cost::ort_unavailable_reason()) throw precondition_error("--guard ort: " + *why + "; " + cost::ort_install_hint());
+    if (g.mode == "auto") g.mode = cpu_target && !cost::ort_unavailable_reason() ? "ort" : "none";
+    g.levels = o.guard_levels;
+    if (g.levels.empty()) g.levels = {o.ort_level, o.ort_level == "all" ? "basic" : "all"};
+    g.threads = o.ort_threads;
+    g.candidates = o.guard_candidates;
+    g.decision.rounds = o.guard_rounds;
+    g.seed = o.seed;
+    return g;
+}
+
+/// Times the candidates against the input and says which to write.
+template <cost::CostBackend Backend>
+GuardOutcome run_guard_for(cost::CostModel<Backend>& model, const Graph& input, const std::vector<Outcome>& candidates,
+                           const GuardSettings& settings) {
+    if (settings.mode != "ort") {
+        GuardOutcome off;
+        off.reason = "off (--guard none, or no ONNX Runtime for this target)";
+        return off;
+    }
+    std::vector<const Graph*> graphs;
+    for (const Outcome& c : candidates) graphs.push_back(&c.graph);
+    if constexpr (std::is_same_v<Backend, cost::OrtBackend>) return guard_in_ort(model.backend().worker(), input, graphs, settings);
+    cost::OrtWorker worker;
+    return guard_in_ort(worker, input, graphs, settings);
+}
+
+/// Optimises, guards, verifies, writes. A failed verification writes nothing and exits 1.
+template <cost::CostBackend Backend>
+void optimize_with(const OptimizeOptions& o, Backend backend, const std::string& target, bool cpu_target) {
+    const GuardSettings guard = guard_settings(o, cpu_target);
     const Graph original = load_model(o.model, o.load);
     const auto rules = load_rule_set(o.rules);
     cost::CostModel<Backend> model(std::move(backend));
-    // A cache file of another backend, version or a damaged one is ignored, never trusted.
-    if (!o.cost_cache.empty() && !model.load_cache(o.cost_cache) && std::filesystem::exists(o.cost_cache))
-        std::fprintf(stderr, "note: cost cache %s is not usable for %s; measuring again\n", o.cost_cache.c_str(),
-                     model.name().c_str());
-    search::SearchResult result = run_search(o, original, rules, model);
-    if (!o.cost_cache.empty()) model.save_cache(o.cost_cache);
-    result.graph.remove_dead_nodes();
-    const Verification check = verify(original, result.graph, o);
-    const nlohmann::json report = optimize_report(o, model.name(), original, result, check);
+    const auto cache = cost_cache_path(o, model.name());
+    load_cost_cache(model, cache);
+    std::printf("target: %s; cost backend: %s; guard: %s\n", target.c_str(), model.name().c_str(),
+                guard.mode == "ort" ? ("ONNX Runtime, levels " + join(guard.levels, ", ")).c_str() : "off");
+    std::fflush(stdout);
+    search::SearchResult result = run_search(o, original, rules, model, guard.mode == "ort" ? guard.candidates : 1);
+    save_cost_cache(model, cache, !o.cost_cache.empty());
+    std::vector<Outcome> candidates = candidate_outcomes(result);
+    const GuardOutcome guarded = run_guard_for(model, original, candidates, guard);
+    Outcome written = candidates.empty() || guarded.decision == "input"
+                          ? Outcome{original, result.initial_cost_ms, {}, true}
+                          : std::move(candidates[guarded.decision == "candidate" ? guarded.chosen : 0]);
+    const Verification check = written.is_input ? Verification{"none (the input is written)", true, 0, 0, ""}
+                                                : verify(original, written.graph, o);
+    nlohmann::json report = optimize_report(o, target, model.name(), original, result, written, check);
+    add_guard_report(report, guarded, guard);
     if (!check.equal) {
         std::fprintf(stderr, "error: the optimised graph differs from the original (%s); nothing written\n",
                      check.detail.c_str());
         throw CLI::RuntimeError(1);
     }
-    onnx_io::save_onnx(result.graph, o.output, o.save);
+    onnx_io::save_onnx(written.graph, o.output, o.save);
     if (!o.report.empty()) write_file_atomically(o.report, report.dump(2) + "\n");
     print_summary(report);
     std::printf("wrote %s\n", o.output.c_str());
+}
+
+/// The CPU target's description.
+inline std::string cpu_target() { return "this machine's CPU (" + host_cpu_name() + ")"; }
+
+/// Runs optimize with the backend `o.cost` names for the target it implies.
+inline void dispatch_optimize(const OptimizeOptions& o) {
+    // An explicit device preset asks for the analytic roofline of that device.
+    const std::string cost = o.cost != "auto" ? o.cost : o.device != "auto" ? "analytic" : automatic_cost_backend();
+    const std::string device = o.device == "auto" ? automatic_device() : o.device;
+    if (cost == "cpu") return optimize_with(o, cost::CpuProfiler{}, cpu_target(), true);
+    if (cost == "ort") {
+        cost::OrtBackendOptions ort;
+        ort.settings = {o.ort_level, o.ort_threads};
+        ort.seed = o.seed;
+        return optimize_with(o, cost::OrtBackend(ort), cpu_target(), true);
+    }
+    if (cost == "cudnn") {
+#if defined(RLFLOW_HAS_CUDA)
+        return optimize_with(o, cost::CudnnProfiler{0}, "GPU 0 (cuDNN/cuBLAS)", false);
+#else
+        throw precondition_error("--cost cudnn needs rlflow built with CUDA (RLFLOW_ENABLE_CUDA) and a GPU");
+#endif
+    }
+    const bool on_cpu = device == "cpu";
+    optimize_with(o, cost::AnalyticBackend::preset(device),
+                  on_cpu ? cpu_target() : device + " (analytic preset)", on_cpu);
 }
 
 inline void add_optimize_command(CLI::App& app) {
@@ -183,34 +341,50 @@ inline void add_optimize_command(CLI::App& app) {
     cmd->add_option("model", o->model, "an .onnx file or zoo:NAME")->required();
     cmd->add_option("-o,--output", o->output, "the .onnx file to write")->required();
     add_model_flags(*cmd, o->load);
-    cmd->add_option("--search", o->search, "greedy or taso (cost-ordered backtracking)")->check(CLI::IsMember({"greedy", "taso"}));
+    cmd->add_option("--search", o->search, "greedy or taso (cost-ordered backtracking)")
+        ->check(CLI::IsMember({"greedy", "taso"}))->capture_default_str();
     cmd->add_option("--cost", o->cost,
-                    "analytic (a roofline, see --device), cpu (ops timed in the reference executor) or cudnn "
-                    "(ops timed with cuDNN/cuBLAS; needs a CUDA build and a GPU)")
-        ->check(CLI::IsMember({"analytic", "cpu", "cudnn"}));
-    cmd->add_option("--device", o->device, "analytic device preset: v100, a100, h100 or cpu");
-    cmd->add_option("--budget", o->budget, "most expansions (taso) or rewrites (greedy)");
-    cmd->add_option("--alpha", o->alpha, "taso keeps graphs costing below alpha x the best")->check(CLI::PositiveNumber);
+                    "auto (cudnn with a GPU, else ort when ONNX Runtime is installed, else analytic), analytic (a "
+                    "roofline, see --device), cpu (ops timed in the reference executor), ort (ops timed in ONNX Runtime) "
+                    "or cudnn (ops timed with cuDNN/cuBLAS; needs a CUDA build and a GPU)")
+        ->check(CLI::IsMember({"auto", "analytic", "cpu", "ort", "cudnn"}))->capture_default_str();
+    std::vector<std::string> devices{"auto"};
+    for (const cost::DeviceSpec& d : cost::device_presets) devices.emplace_back(d.name);
+    cmd->add_option("--device", o->device,
+                    "analytic roofline preset (implies --cost analytic unless --cost says otherwise): auto (cpu without a "
+                    "GPU), " + join(std::vector<std::string>(devices.begin() + 1, devices.end()), ", "))
+        ->check(CLI::IsMember(devices))->capture_default_str();
+    cmd->add_option("--guard", o->guard,
+                    "time the input and the best candidates in ONNX Runtime and write a candidate only if it is faster: "
+                    "auto (on for a CPU target when ONNX Runtime is installed), ort or none")
+        ->check(CLI::IsMember({"auto", "ort", "none"}))->capture_default_str();
+    cmd->add_option("--ort-level", o->ort_level, "ONNX Runtime optimisation level that prices and gains are measured at")
+        ->check(CLI::IsMember({"disabled", "basic", "extended", "all"}))->capture_default_str();
+    cmd->add_option("--ort-threads", o->ort_threads, "ONNX Runtime threads")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("--guard-levels", o->guard_levels,
+                    "levels the guard times at; the first must gain, the others must not lose (default: --ort-level, then "
+                    "the other of basic and all)")
+        ->check(CLI::IsMember({"disabled", "basic", "extended", "all"}));
+    cmd->add_option("--guard-candidates", o->guard_candidates, "how many of the cheapest graphs the guard times")
+        ->check(CLI::Range(1, 16))->capture_default_str();
+    cmd->add_option("--guard-rounds", o->guard_rounds, "interleaved timed runs of each model")
+        ->check(CLI::Range(5, 1000))->capture_default_str();
+    cmd->add_option("--budget", o->budget, "most expansions (taso) or rewrites (greedy)")->capture_default_str();
+    cmd->add_option("--alpha", o->alpha, "taso keeps graphs costing below alpha x the best")
+        ->check(CLI::PositiveNumber)->capture_default_str();
     cmd->add_option("--time-limit", o->time_limit, "seconds; stop with the best graph so far");
     cmd->add_option("--rules", o->rules,
                     "default (built-in + generated library), builtin, or a rules file (text or binary)");
     cmd->add_option("--report", o->report, "write a JSON report here");
-    cmd->add_option("--cost-cache", o->cost_cache, "read op costs from, and save them to, this file");
-    cmd->add_option("--verify-trials", o->verify_trials, "random input sets the result is checked on")->check(CLI::PositiveNumber);
+    cmd->add_option("--cost-cache", o->cost_cache,
+                    "read op costs from, and save them to, this file ('none': no cache; default for measuring backends: "
+                    "~/.cache/rlflow)");
+    cmd->add_option("--verify-trials", o->verify_trials, "random input sets the result is checked on")
+        ->check(CLI::PositiveNumber)->capture_default_str();
     cmd->add_option("--seed", o->seed, "seed of the verification inputs and weights");
     cmd->add_flag("--fused-conv-ms", o->save.fused_conv_microsoft,
                   "write fused convolutions as com.microsoft.FusedConv (ONNX Runtime) instead of Conv + activation");
-    cmd->callback([o] {
-        if (o->cost == "cpu") return optimize_with(*o, cost::CpuProfiler{});
-        if (o->cost == "cudnn") {
-#if defined(RLFLOW_HAS_CUDA)
-            return optimize_with(*o, cost::CudnnProfiler{0});
-#else
-            throw precondition_error("--cost cudnn needs rlflow built with CUDA (RLFLOW_ENABLE_CUDA) and a GPU");
-#endif
-        }
-        optimize_with(*o, cost::AnalyticBackend::preset(o->device));
-    });
+    cmd->callback([o] { dispatch_optimize(*o); });
 }
 
 }  // namespace rlflow::cli

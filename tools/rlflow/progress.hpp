@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace rlflow::cli {
 
@@ -21,6 +22,13 @@ inline std::string format_ratio(double ratio) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.3fx", ratio);
     return buf;
+}
+
+/// The items joined with `separator` between them.
+inline std::string join(const std::vector<std::string>& items, const std::string& separator) {
+    std::string text;
+    for (const std::string& item : items) text += (text.empty() ? "" : separator) + item;
+    return text;
 }
 
 /// `label [#####.....] done/total  text`, on one redrawn line.

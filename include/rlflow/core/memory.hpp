@@ -10,13 +10,14 @@
 /// activations; weights and constants count as weight bytes.
 ///
 /// memory_profile is the graph run as it stands (what the reference executor does);
-/// folded_memory_profile is the graph as deployed, with every op computed from weights
-/// and constants alone folded into a constant ahead of time (what the cost model prices):
-/// its outputs are weights, the weights only it read are gone.
+/// folded_memory_profile is the graph as deployed, with every weight-only op (see
+/// is_weight_only) folded into a constant ahead of time (what the cost model prices): its
+/// outputs are weights, the weights only it read are gone.
 
 #include <rlflow/core/graph.hpp>
 
 #include <algorithm>
+#include <concepts>
 #include <cstdint>
 #include <vector>
 
@@ -28,17 +29,46 @@ struct MemoryProfile {
     std::int64_t weight_bytes = 0;
 };
 
-/// Nodes computed from weights and constants alone (weights and constants included),
-/// indexed by node id: a deployment computes them once, ahead of time.
+/// Whether node `n` is weight-only: its value is known before the model runs, so it can be
+/// folded into an initializer ahead of time and costs nothing per inference.
+/// `producer_is_weight_only(id)` answers the same question for the producer of an input.
+///
+/// Weight-only nodes are exactly:
+/// - a Constant;
+/// - a Weight with data (exported as an ONNX initializer);
+/// - a core, non-source op with at least one present input, all of whose present inputs
+///   are weight-only.
+///
+/// The rule prices what is written and run, not what could be. A Weight without data is
+/// exported as a graph input fed at run time (zoo models, weight-free exports): nothing can
+/// fold what it computes, so that work runs on every inference and is priced. An opaque
+/// op is never weight-only: rlflow cannot evaluate it to fold it, and does not know it is
+/// deterministic. Nor is any other op without inputs (RandomNormal is opaque, and draws
+/// anew on each run). exec::fold_weight_only folds what this rule marks before export.
+///
+/// weight_only_nodes and cost::CostTracker both decide through this one function, so the
+/// full and the incremental price cannot drift apart.
+template <std::predicate<NodeId> ProducerIsWeightOnly>
+[[nodiscard]] bool is_weight_only(const Node& n, const ProducerIsWeightOnly& producer_is_weight_only) {
+    if (n.op == OpKind::Constant) return true;
+    if (n.op == OpKind::Weight) return n.data != nullptr;
+    if (n.traits().has(op_flag_source) || n.traits().has(op_flag_opaque)) return false;
+    bool any_input = false;
+    for (const TensorRef& in : n.inputs) {
+        if (!in.present()) continue;
+        if (!producer_is_weight_only(in.node)) return false;
+        any_input = true;
+    }
+    return any_input;
+}
+
+/// The weight-only nodes of `g` (see is_weight_only), sources included, indexed by node
+/// id: a deployment computes them once, ahead of time.
 [[nodiscard]] inline std::vector<char> weight_only_nodes(const Graph& g) {
     std::vector<char> constant(g.id_bound(), 0);
-    for (const NodeId id : g.topological_order()) {
-        const Node& n = g.node(id);
-        if (n.op == OpKind::Input) continue;
-        bool all = true;
-        for (const TensorRef& in : n.inputs) all = all && (!in.present() || constant[in.node.value]);
-        constant[id.value] = all ? 1 : 0;
-    }
+    const auto producer_is_weight_only = [&](NodeId producer) { return constant[producer.value] != 0; };
+    for (const NodeId id : g.topological_order())
+        constant[id.value] = is_weight_only(g.node(id), producer_is_weight_only) ? 1 : 0;
     return constant;
 }
 
@@ -103,8 +133,12 @@ namespace detail {
 
 /// The memory profile of `g` as deployed, with weight-only ops folded (see above): weight
 /// bytes are the folded tensors that an op computing on data, or a graph output, reads.
+/// A Weight without data is still the model's parameter memory, so it counts as weight
+/// bytes; what is computed from it is not weight-only, runs per inference and counts as
+/// activations.
 [[nodiscard]] inline MemoryProfile folded_memory_profile(const Graph& g) {
-    const std::vector<char> constant = weight_only_nodes(g);
+    std::vector<char> constant = weight_only_nodes(g);
+    for (const NodeId id : g.weights()) constant[id.value] = 1;
     MemoryProfile profile;
     for (const Node& n : g.nodes()) {
         if (!constant[n.id.value]) continue;
@@ -117,8 +151,6 @@ namespace detail {
     profile.peak_activation_bytes = detail::peak_activations(g, g.topological_order(), constant);
     return profile;
 }
-
-
 
 /// The memory profile of `g` under its default topological order.
 [[nodiscard]] inline MemoryProfile memory_profile(const Graph& g) { return memory_profile(g, g.topological_order()); }

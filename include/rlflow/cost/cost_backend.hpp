@@ -12,15 +12,25 @@
 #include <concepts>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace rlflow::cost {
 
-/// One op as a backend sees it: kind, attributes and the types it reads and writes.
+/// One op as a backend sees it: kind, attributes, the types it reads and writes, and
+/// which inputs are known before the model runs (weights with data, constants and what
+/// is folded from them: initializers in the written model, which a runtime may prepack
+/// or reorder once, at load time). Empty `constant_inputs` means none are.
 struct OpSignature {
     OpKind op = OpKind::Opaque;
     const Attributes& attributes;
     std::span<const TensorType> inputs;
     std::span<const TensorType> outputs;
+    std::span<const char> constant_inputs = {};
+
+    /// Whether input `i` is known before the model runs.
+    [[nodiscard]] bool constant_input(std::size_t i) const noexcept {
+        return i < constant_inputs.size() && constant_inputs[i] != 0;
+    }
 };
 
 /// A backend prices ops in milliseconds. `name()` identifies it and its settings (it keys
@@ -34,7 +44,15 @@ concept CostBackend = requires(B& backend, const B& const_backend, const OpSigna
 template <class B>
 inline constexpr bool is_cost_backend_v = CostBackend<B>;
 
-/// The bytes that identify a signature for caching: op, attributes and types.
+/// A backend that prices many ops in one call (one round trip to a measuring process);
+/// CostModel batches the signatures of a new graph through it.
+template <class B>
+concept BatchCostBackend = CostBackend<B> && requires(B& backend, std::span<const OpSignature> ops) {
+    { backend.op_costs_ms(ops) } -> std::convertible_to<std::vector<double>>;
+};
+
+/// The bytes that identify a signature for caching: op, attributes, types and which
+/// inputs are constant.
 [[nodiscard]] inline std::string signature_key(const OpSignature& op) {
     rlflow::detail::ByteWriter w;
     w.u64(static_cast<std::uint64_t>(op.op));
@@ -42,6 +60,7 @@ inline constexpr bool is_cost_backend_v = CostBackend<B>;
         w.u64(types.size());
         for (const TensorType& t : types) rlflow::detail::encode_type(w, t);
     }
+    for (std::size_t i = 0; i < op.inputs.size(); ++i) w.u64(op.constant_input(i) ? 1 : 0);
     w.u64(op.attributes.size());
     for (const auto& [name, value] : op.attributes) {
         w.str(name);

@@ -12,9 +12,11 @@
 #include <rlflow/core/memory.hpp>
 #include <rlflow/cost/cost_backend.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -26,7 +28,7 @@ template <CostBackend Backend>
 class CostModel {
 public:
     /// The version of the cache file format.
-    static constexpr std::uint64_t cache_version = 1;
+    static constexpr std::uint64_t cache_version = 2;
 
     explicit CostModel(Backend backend = Backend{}) : m_backend(std::move(backend)) {}
 
@@ -42,22 +44,45 @@ public:
         m_cache.emplace(std::move(key), ms);
         return ms;
     }
-    /// The cost of node `n` of `g` (ignoring whether it is weight-only).
-    [[nodiscard]] double node_cost(const Graph& g, const Node& n) {
+    /// The cost of node `n` of `g` (ignoring whether it is weight-only). `constant`, when
+    /// given, marks by node id the nodes known before the model runs (weight_only_nodes):
+    /// inputs they produce are initializers in the written model, which some backends
+    /// price differently.
+    [[nodiscard]] double node_cost(const Graph& g, const Node& n, std::span<const char> constant = {}) {
         if (n.traits().has(op_flag_source)) return 0.0;
-        const std::vector<TensorType> inputs = g.types_of(n.inputs);
-        std::vector<TensorType> outputs;
-        outputs.reserve(n.outputs.size());
-        for (const auto& o : n.outputs) outputs.push_back(o.type);
-        return op_cost(OpSignature{n.op, n.attributes, inputs, outputs});
+        const Signature s(g, n, constant);
+        return op_cost(s.view());
     }
     /// Milliseconds of one inference: the sum over op nodes, weight-only ones excluded.
     [[nodiscard]] double graph_cost(const Graph& g) {
         const std::vector<char> precomputed = weight_only_nodes(g);
+        prefetch(g, precomputed);
         double total = 0;
         for (const Node& n : g.nodes())
-            if (!precomputed[n.id.value]) total += node_cost(g, n);
+            if (!precomputed[n.id.value]) total += node_cost(g, n, precomputed);
         return total;
+    }
+    /// Prices, in one batch, every signature of `g` that is not cached yet, when the
+    /// backend prices batches (a measuring process answers a batch in one round trip);
+    /// otherwise does nothing, and ops are priced one by one as they are asked for.
+    void prefetch(const Graph& g, std::span<const char> constant) {
+        if constexpr (BatchCostBackend<Backend>) {
+            std::vector<Signature> missing;
+            std::vector<std::string> keys;
+            for (const Node& n : g.nodes()) {
+                if (n.traits().has(op_flag_source) || (!constant.empty() && constant[n.id.value])) continue;
+                Signature s(g, n, constant);
+                std::string key = signature_key(s.view());
+                if (m_cache.contains(key) || std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
+                keys.push_back(std::move(key));
+                missing.push_back(std::move(s));
+            }
+            if (missing.empty()) return;
+            std::vector<OpSignature> views;
+            for (const Signature& s : missing) views.push_back(s.view());
+            const std::vector<double> costs = m_backend.op_costs_ms(std::span<const OpSignature>(views));
+            for (std::size_t i = 0; i < keys.size(); ++i) m_cache.emplace(std::move(keys[i]), costs.at(i));
+        }
     }
 
     [[nodiscard]] std::size_t cache_size() const noexcept { return m_cache.size(); }
@@ -90,6 +115,24 @@ public:
     }
 
 private:
+    /// A node's signature with the storage its views point into.
+    struct Signature {
+        Signature(const Graph& g, const Node& n, std::span<const char> constant)
+            : node(&n), inputs(g.types_of(n.inputs)) {
+            outputs.reserve(n.outputs.size());
+            for (const auto& o : n.outputs) outputs.push_back(o.type);
+            if (constant.empty()) return;
+            for (const TensorRef& in : n.inputs) constant_inputs.push_back(in.present() && constant[in.node.value] ? 1 : 0);
+        }
+        [[nodiscard]] OpSignature view() const {
+            return OpSignature{node->op, node->attributes, inputs, outputs, constant_inputs};
+        }
+        const Node* node;
+        std::vector<TensorType> inputs;
+        std::vector<TensorType> outputs;
+        std::vector<char> constant_inputs;
+    };
+
     static constexpr std::string_view cache_magic = "rlflow-cost-cache";
 
     /// Reads a cache file; false unless it is intact and for this backend and version.

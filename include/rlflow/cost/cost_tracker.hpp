@@ -24,13 +24,10 @@ public:
     void rebuild(const Graph& graph) {
         m_cost.assign(graph.id_bound(), 0.0);
         m_tracked.assign(graph.id_bound(), 0);
-        m_constant.assign(graph.id_bound(), 0);
+        m_constant = weight_only_nodes(graph);
         m_total = 0;
-        const std::vector<char> constant = weight_only_nodes(graph);
-        for (const NodeId id : graph.topological_order()) {
-            m_constant[id.value] = constant[id.value];
-            track(graph, graph.node(id));
-        }
+        m_model->prefetch(graph, m_constant);
+        for (const NodeId id : graph.topological_order()) track(graph, graph.node(id));
     }
 
     /// Brings the total up to date after edits that touched `touched` (rewrites and their
@@ -59,10 +56,11 @@ public:
             m_constant[id.value] = weight_only(n);
             track(graph, n);
             if (was == m_constant[id.value]) continue;
+            // Consumers are priced again: whether an input is known before the model runs is
+            // part of their signature (and may change their own status).
             for (const auto& out : n.outputs)
                 for (const Use& u : out.uses)
-                    if (m_tracked[u.node.value] && m_constant[u.node.value] != weight_only(graph.node(u.node))
-                        && std::find(work.begin(), work.end(), u.node) == work.end())
+                    if (m_tracked[u.node.value] && std::find(work.begin(), work.end(), u.node) == work.end())
                         work.push_back(u.node);
         }
     }
@@ -71,14 +69,13 @@ public:
     [[nodiscard]] double total() const noexcept { return m_total; }
 
 private:
+    /// The rule of weight_only_nodes (rlflow::is_weight_only), read from the statuses
+    /// settled so far, so the tracker prices exactly what graph_cost prices.
     [[nodiscard]] char weight_only(const Node& n) const {
-        if (n.op == OpKind::Input) return 0;
-        for (const TensorRef& in : n.inputs)
-            if (in.present() && !m_constant[in.node.value]) return 0;
-        return 1;
+        return is_weight_only(n, [this](NodeId producer) { return m_constant[producer.value] != 0; }) ? 1 : 0;
     }
     void track(const Graph& graph, const Node& n) {
-        const double ms = m_constant[n.id.value] ? 0.0 : m_model->node_cost(graph, n);
+        const double ms = m_constant[n.id.value] ? 0.0 : m_model->node_cost(graph, n, m_constant);
         m_cost[n.id.value] = ms;
         m_tracked[n.id.value] = 1;
         m_total += ms;

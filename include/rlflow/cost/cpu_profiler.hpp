@@ -106,16 +106,29 @@ inline void expect_static_shapes(const OpSignature& op) {
     check(op.outputs, "output");
 }
 
-/// A graph of `op` alone: input i is the Weight "input_i" with random data under `seed`
-/// (absent when its type is undefined), every output a graph output. Throws shape_error
-/// when the signature's outputs are not what `op` computes from its inputs.
-[[nodiscard]] inline Graph single_op_graph(const OpSignature& op, std::uint64_t seed) {
+/// Which inputs of a one-node graph are fed when it runs.
+enum class FedInputs : std::uint8_t {
+    /// None: every input is a weight with data (the executor runs the graph alone).
+    none,
+    /// The signature's runtime inputs: they are graph inputs, its constant inputs weights
+    /// with data (initializers, as in the written model).
+    runtime,
+};
+
+/// A graph of `op` alone: input i is "input_i", a Weight with random data under `seed`
+/// or (when `fed` says so) a graph input, absent when its type is undefined; every output
+/// a graph output. Throws shape_error when the signature's outputs are not what `op`
+/// computes from its inputs.
+[[nodiscard]] inline Graph single_op_graph(const OpSignature& op, std::uint64_t seed, FedInputs fed = FedInputs::none) {
     expect_static_shapes(op);
     Graph g;
     std::vector<TensorRef> inputs;
-    for (std::size_t i = 0; i < op.inputs.size(); ++i)
-        inputs.push_back(op.inputs[i].dtype == DType::Undefined ? TensorRef{}
-                                                                  : TensorRef{g.add_weight("input_" + std::to_string(i), op.inputs[i])});
+    for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+        const std::string name = "input_" + std::to_string(i);
+        if (op.inputs[i].dtype == DType::Undefined) inputs.push_back(TensorRef{});
+        else if (fed == FedInputs::runtime && !op.constant_input(i)) inputs.push_back(TensorRef{g.add_input(name, op.inputs[i])});
+        else inputs.push_back(TensorRef{g.add_weight(name, op.inputs[i])});
+    }
     const NodeId id = g.add_node(op.op, std::move(inputs), op.attributes, "profiled");
     const Node& n = g.node(id);
     RLFLOW_EXPECTS(n.outputs.size() == op.outputs.size(), shape_error,

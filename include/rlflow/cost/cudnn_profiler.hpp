@@ -6,16 +6,29 @@
 /// mean. CostModel caches the costs; the profiler itself memoises the convolution
 /// algorithm it chose per convolution geometry.
 ///
-/// The only header through which rlflow reaches CUDA; link `rlflow::cuda`. Everything runs
-/// in fp32, whatever the tensors' element types. Buffers are carved from one growing
-/// scratch allocation filled with a finite positive value (0.747).
+/// The only header through which rlflow reaches CUDA; link `rlflow::cuda`. Every tensor is
+/// fp32, whatever the graph's element types. Buffers are carved from one growing scratch
+/// allocation filled with a finite positive value (0.747).
+///
+/// How convolutions and matrix products multiply is a setting, CudnnProfilerOptions::math,
+/// named in `name()` (so persistent cost caches and reports keep the two apart):
+/// | MathMode | cuDNN convolutions | cuBLAS products | roofline to compare with |
+/// | --- | --- | --- | --- |
+/// | fp32 (default) | CUDNN_FMA_MATH: CUDA-core FMA kernels only, no tensor cores | cublasSetMathMode CUBLAS_DEFAULT_MATH, cublasGemmEx compute type CUBLAS_COMPUTE_32F: no TF32 | the analytic v100, a100, h100 presets (datasheet fp32 peaks) |
+/// | tf32 | CUDNN_DEFAULT_MATH, which lets fp32 data run as TF32 on tensor cores (FP16 down-conversion, CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, is never allowed) | CUBLAS_TF32_TENSOR_OP_MATH and CUBLAS_COMPUTE_32F_FAST_TF32 | the analytic a100-tf32, h100-tf32 presets (datasheet dense TF32 peaks) |
+///
+/// tf32 needs TF32 tensor cores (compute capability 8.0, Ampere, or newer) and libraries
+/// allowed to use them: NVIDIA_TF32_OVERRIDE=0 silently turns TF32 off in cuDNN and cuBLAS,
+/// so a tf32 profiler refuses to start under it rather than time fp32 under a tf32 name.
+/// Other ops (elementwise, pooling, normalisation, reductions, copies) have no tensor-core
+/// path and run the same in both modes.
 ///
 /// What times each op (this is a header-only library built without nvcc, so where cuDNN
 /// and cuBLAS have no call for an op, a library call moving the same bytes stands in):
 /// | op | timed with |
 /// | --- | --- |
-/// | Conv2D | the fastest of up to 8 algorithms from cudnnFindConvolutionForwardAlgorithmEx, tensor-op math allowed, groups via cudnnSetConvolutionGroupCount. Fused ReLU (with or without bias): cudnnConvolutionBiasActivationForward. Bias alone: cudnnConvolutionForward + cudnnAddTensor. Sigmoid, tanh: the convolution, the bias, then cudnnActivationForward (cuDNN fuses only ReLU). |
-/// | MatMul, Gemm | cublasSgemm, or cublasSgemmStridedBatched for a batch (a broadcast operand has stride 0); Gemm's bias: cudnnAddTensor |
+/// | Conv2D | the fastest of up to 8 algorithms from cudnnFindConvolutionForwardAlgorithmEx under the math mode's math type, groups via cudnnSetConvolutionGroupCount. Fused ReLU (with or without bias): cudnnConvolutionBiasActivationForward. Bias alone: cudnnConvolutionForward + cudnnAddTensor. Sigmoid, tanh: the convolution, the bias, then cudnnActivationForward (cuDNN fuses only ReLU). |
+/// | MatMul, Gemm | cublasGemmEx on fp32 matrices with the math mode's compute type, or cublasGemmStridedBatchedEx for a batch (a broadcast operand has stride 0); Gemm's bias: cudnnAddTensor |
 /// | Add, Sub, Mul, Div, Pow | cudnnOpTensor ADD or MUL with the op's broadcast shapes (Div and Pow as MUL) |
 /// | Relu, Sigmoid, Tanh, Clip, Erf | cudnnActivationForward (Clip as clipped ReLU, Erf as tanh) |
 /// | Sqrt | cudnnOpTensor SQRT |
@@ -42,14 +55,39 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <initializer_list>
 #include <map>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rlflow::cost {
+
+/// The arithmetic cuDNN and cuBLAS may use to multiply fp32 tensors in convolutions and
+/// matrix products.
+enum class MathMode {
+    /// IEEE fp32 fused multiply-adds on CUDA cores; no tensor cores.
+    fp32,
+    /// TF32 on tensor cores: inputs rounded to a 10-bit mantissa, fp32 accumulation.
+    tf32,
+};
+
+/// "fp32" or "tf32", as the mode reads in a profiler's name.
+[[nodiscard]] constexpr std::string_view math_mode_name(MathMode mode) noexcept {
+    return mode == MathMode::tf32 ? "tf32" : "fp32";
+}
+
+/// The settings of a CudnnProfiler.
+struct CudnnProfilerOptions {
+    /// The CUDA device index to measure on.
+    int device = 0;
+    /// fp32 by default: the arithmetic the graph's fp32 tensors ask for, and the one the
+    /// analytic presets without a suffix model.
+    MathMode math = MathMode::fp32;
+};
 
 /// Prices ops by running them on one GPU with cuDNN and cuBLAS.
 class CudnnProfiler {
@@ -63,22 +101,20 @@ public:
     /// The most workspace a convolution algorithm may use (TASO allowed 1 GiB too).
     static constexpr std::size_t max_workspace_bytes = std::size_t{1} << 30;
 
-    /// A profiler on CUDA device `device`. Throws cuda_error when there is no such device
-    /// (or no CUDA device at all), or when setting up cuDNN or cuBLAS fails.
-    explicit CudnnProfiler(int device = 0) : m_device(device) {
-        int count = 0;
-        const cudaError_t status = cudaGetDeviceCount(&count);
-        if (status != cudaSuccess || count == 0 || device < 0 || device >= count) {
-            const std::string found = status != cudaSuccess
-                                          ? "no CUDA device found, " + rlflow::detail::cuda_status_name(status)
-                                      : count == 0 ? "no CUDA device found"
-                                                   : std::to_string(count) + " CUDA device(s) found";
-            throw cuda_error("CUDA device " + std::to_string(device) + " is not available: " + found);
-        }
-        RLFLOW_CUDA_CHECK(cudaSetDevice(device));
-        cudaDeviceProp properties{};
-        RLFLOW_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
-        m_name = std::string("cudnn:") + properties.name;
+    /// An fp32 profiler on CUDA device `device`; see the constructor from options.
+    explicit CudnnProfiler(int device = 0) : CudnnProfiler(CudnnProfilerOptions{.device = device}) {}
+
+    /// A profiler on CUDA device `options.device` multiplying in `options.math`. Throws
+    /// cuda_error when there is no such device (or no CUDA device at all) or when setting
+    /// up cuDNN or cuBLAS fails; precondition_error when the device or the environment
+    /// cannot run the math mode (see math_mode_unavailable_reason).
+    explicit CudnnProfiler(CudnnProfilerOptions options)
+        : m_device(options.device), m_math(options.math), m_math_settings(math_settings(options.math)) {
+        const cudaDeviceProp properties = device_properties(m_device);
+        const std::string unavailable = math_mode_unavailable_reason(m_math, m_device, properties);
+        RLFLOW_EXPECTS(unavailable.empty(), precondition_error, "cuDNN profiler: " + unavailable);
+        m_name = profiler_name(properties.name, m_math);
+        RLFLOW_CUDA_CHECK(cudaSetDevice(m_device));
         RLFLOW_CUDA_CHECK(cudaStreamCreateWithFlags(m_stream.out(), cudaStreamNonBlocking));
         RLFLOW_CUDA_CHECK(cudaEventCreate(m_start.out()));
         RLFLOW_CUDA_CHECK(cudaEventCreate(m_stop.out()));
@@ -86,9 +122,9 @@ public:
         RLFLOW_CUDA_CHECK(cudnnSetStream(m_cudnn.get(), m_stream.get()));
         RLFLOW_CUDA_CHECK(cublasCreate(m_cublas.out()));
         RLFLOW_CUDA_CHECK(cublasSetStream(m_cublas.get(), m_stream.get()));
-        // cuDNN may run fp32 convolutions on tensor cores (TF32); let cuBLAS do the same, so
-        // that rewrites between convolutions and matrix products compare like with like.
-        RLFLOW_CUDA_CHECK(cublasSetMathMode(m_cublas.get(), CUBLAS_TF32_TENSOR_OP_MATH));
+        // The handle's math mode governs cuBLAS calls that take no compute type; the GEMMs
+        // timed here pass the matching compute type too, so both say the same thing.
+        RLFLOW_CUDA_CHECK(cublasSetMathMode(m_cublas.get(), m_math_settings.cublas));
     }
 
     /// The number of CUDA devices; 0 when there is none or no usable driver.
@@ -97,10 +133,47 @@ public:
         return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
     }
 
-    /// "cudnn:" and the device's name, so that persistent caches are per device.
+    /// Why a profiler on CUDA device `device` (with these properties) cannot multiply in
+    /// `mode` as its name would claim; empty when it can. fp32 runs everywhere; tf32 needs
+    /// compute capability 8.0 or newer and NVIDIA_TF32_OVERRIDE not set to 0.
+    [[nodiscard]] static std::string math_mode_unavailable_reason(MathMode mode, int device,
+                                                                  const cudaDeviceProp& properties) {
+        constexpr int first_tf32_major = 8;  // Ampere
+        if (mode != MathMode::tf32) return {};
+        const std::string device_text = "CUDA device " + std::to_string(device) + " '" + properties.name + "'";
+        if (properties.major < first_tf32_major)
+            return "math mode tf32 needs TF32 tensor cores (compute capability 8.0 or newer), but " + device_text
+                   + " has compute capability " + std::to_string(properties.major) + "."
+                   + std::to_string(properties.minor) + "; use fp32";
+        const char* override_tf32 = std::getenv("NVIDIA_TF32_OVERRIDE");
+        if (override_tf32 != nullptr && std::string_view(override_tf32) == "0")
+            return "math mode tf32 on " + device_text
+                   + ": NVIDIA_TF32_OVERRIDE=0 turns TF32 off in cuDNN and cuBLAS; unset it or use fp32";
+        return {};
+    }
+
+    /// Whether a profiler can run on CUDA device `device` in `mode`: the device exists and
+    /// math_mode_unavailable_reason has nothing to say.
+    [[nodiscard]] static bool supports(MathMode mode, int device = 0) {
+        cudaDeviceProp properties{};
+        if (device < 0 || device >= device_count()) return false;
+        if (cudaGetDeviceProperties(&properties, device) != cudaSuccess) return false;
+        return math_mode_unavailable_reason(mode, device, properties).empty();
+    }
+
+    /// The name of a profiler on a device called `device_name` multiplying in `mode`:
+    /// "cudnn:<device name>:<mode>", for instance "cudnn:NVIDIA H100 80GB HBM3:fp32".
+    [[nodiscard]] static std::string profiler_name(std::string_view device_name, MathMode mode) {
+        return "cudnn:" + std::string(device_name) + ":" + std::string(math_mode_name(mode));
+    }
+
+    /// profiler_name of its device and math mode: it keys persistent cost caches and is
+    /// printed in reports, so costs are kept per device and per math mode.
     [[nodiscard]] std::string name() const { return m_name; }
     /// The CUDA device index it measures on.
     [[nodiscard]] int device() const noexcept { return m_device; }
+    /// The arithmetic its convolutions and matrix products use.
+    [[nodiscard]] MathMode math_mode() const noexcept { return m_math; }
 
     /// Milliseconds for one execution of `op` on the device. Throws cuda_error when a
     /// CUDA, cuDNN or cuBLAS call fails.
@@ -135,6 +208,56 @@ public:
 private:
     using TensorDescriptor = detail::TensorDescriptor;
 
+    /// What a MathMode sets in each library (the table in the file's comment).
+    struct MathSettings {
+        /// Set on every convolution descriptor before FindEx searches it.
+        cudnnMathType_t convolution;
+        /// cublasSetMathMode on the handle.
+        cublasMath_t cublas;
+        /// The compute type of cublasGemmEx and cublasGemmStridedBatchedEx.
+        cublasComputeType_t gemm_compute;
+    };
+
+    [[nodiscard]] static constexpr MathSettings math_settings(MathMode mode) noexcept {
+        // fp32 keeps cuBLAS's default math rather than CUBLAS_PEDANTIC_MATH: with
+        // COMPUTE_32F neither uses TF32, and the default is what fp32 frameworks run with
+        // TF32 off, while cuBLAS documents pedantic as a debugging mode that may be slower.
+        if (mode == MathMode::tf32)
+            return {.convolution = CUDNN_DEFAULT_MATH,
+                    .cublas = CUBLAS_TF32_TENSOR_OP_MATH,
+                    .gemm_compute = CUBLAS_COMPUTE_32F_FAST_TF32};
+        return {.convolution = CUDNN_FMA_MATH, .cublas = CUBLAS_DEFAULT_MATH, .gemm_compute = CUBLAS_COMPUTE_32F};
+    }
+
+    /// The math type to time a convolution algorithm with that FindEx reported running
+    /// with `reported`, or nullopt where the mode forbids what it reported. FP16
+    /// down-conversion is never allowed. fp32 times with CUDNN_FMA_MATH whatever was
+    /// reported, since that is the type the search ran under; tf32 keeps what was reported
+    /// (DEFAULT or TENSOR_OP), as FindEx measured that variant.
+    [[nodiscard]] std::optional<cudnnMathType_t> conv_math(cudnnMathType_t reported) const noexcept {
+        if (reported == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) return std::nullopt;
+        if (m_math == MathMode::tf32) return reported;
+        if (reported == CUDNN_TENSOR_OP_MATH) return std::nullopt;
+        return m_math_settings.convolution;
+    }
+
+    /// The properties of CUDA device `device`; throws cuda_error naming it when there is
+    /// no such device (or no CUDA device at all).
+    [[nodiscard]] static cudaDeviceProp device_properties(int device) {
+        int count = 0;
+        const cudaError_t status = cudaGetDeviceCount(&count);
+        if (status != cudaSuccess || count == 0 || device < 0 || device >= count) {
+            const std::string found = status != cudaSuccess
+                                          ? "no CUDA device found, " + rlflow::detail::cuda_status_name(status)
+                                      : count == 0 ? "no CUDA device found"
+                                                   : std::to_string(count) + " CUDA device(s) found";
+            throw cuda_error("CUDA device " + std::to_string(device) + " is not available: " + found);
+        }
+        cudaDeviceProp properties{};
+        RLFLOW_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
+        return properties;
+    }
+
     /// The convolution descriptors of one geometry, the output's dims with them.
     struct ConvSetup {
         TensorDescriptor input, output, bias;
@@ -165,7 +288,7 @@ private:
 
     // ---- convolution ----------------------------------------------------------------------
 
-    [[nodiscard]] static ConvSetup conv_setup(const detail::ConvGeometry& g) {
+    [[nodiscard]] ConvSetup conv_setup(const detail::ConvGeometry& g) const {
         ConvSetup s;
         s.input = detail::tensor_descriptor(g.input);
         RLFLOW_CUDA_CHECK(cudnnCreateFilterDescriptor(s.filter.out()));
@@ -177,7 +300,7 @@ private:
                                                           w.strides[1], w.dilations[0], w.dilations[1],
                                                           CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
         RLFLOW_CUDA_CHECK(cudnnSetConvolutionGroupCount(s.convolution.get(), g.group));
-        RLFLOW_CUDA_CHECK(cudnnSetConvolutionMathType(s.convolution.get(), CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION));
+        RLFLOW_CUDA_CHECK(cudnnSetConvolutionMathType(s.convolution.get(), m_math_settings.convolution));
         auto& o = s.output_dims;
         RLFLOW_CUDA_CHECK(cudnnGetConvolution2dForwardOutputDim(s.convolution.get(), s.input.get(), s.filter.get(),
                                                                 &o[0], &o[1], &o[2], &o[3]));
@@ -186,9 +309,10 @@ private:
         return s;
     }
 
-    /// The fastest algorithm for `g`, found once. The heuristic lists every algorithm with
-    /// the workspace it needs; FindEx then runs each within the largest such workspace (at
-    /// most max_workspace_bytes) and returns them fastest first.
+    /// The fastest algorithm for `g` the math mode allows, found once. The heuristic lists
+    /// every algorithm with the workspace it needs; FindEx then runs each within the
+    /// largest such workspace (at most max_workspace_bytes), under the descriptor's math
+    /// type, and returns them fastest first.
     [[nodiscard]] detail::ConvAlgorithm conv_algorithm(const detail::ConvGeometry& g, const ConvSetup& s) {
         if (const auto it = m_conv_algorithms.find(g); it != m_conv_algorithms.end()) return it->second;
         std::array<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> results{};
@@ -206,12 +330,14 @@ private:
             m_cudnn.get(), s.input.get(), buffers[0], s.filter.get(), buffers[1], s.convolution.get(), s.output.get(),
             buffers[2], conv_algorithms_requested, &count, results.data(), buffers[3], workspace));
         for (int i = 0; i < count; ++i) {
-            if (results[i].status != CUDNN_STATUS_SUCCESS || results[i].memory > workspace) continue;
-            const detail::ConvAlgorithm found{results[i].algo, results[i].mathType, results[i].memory};
+            const std::optional<cudnnMathType_t> math = conv_math(results[i].mathType);
+            if (results[i].status != CUDNN_STATUS_SUCCESS || results[i].memory > workspace || !math) continue;
+            const detail::ConvAlgorithm found{results[i].algo, *math, results[i].memory};
             m_conv_algorithms.emplace(g, found);
             return found;
         }
-        throw cuda_error("cudnnFindConvolutionForwardAlgorithmEx found no algorithm for a convolution of input "
+        throw cuda_error("cudnnFindConvolutionForwardAlgorithmEx found no " + std::string(math_mode_name(m_math))
+                         + " algorithm for a convolution of input "
                          + Shape{g.input[0], g.input[1], g.input[2], g.input[3]}.to_string() + " with filter "
                          + Shape{g.filter[0], g.filter[1], g.filter[2], g.filter[3]}.to_string());
     }
@@ -260,17 +386,21 @@ private:
 
     /// Row-major C (m, n) = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, so cuBLAS
     /// is handed B first, and the stored shapes' column counts are the leading dimensions.
+    /// Every matrix is fp32 (CUDA_R_32F); the compute type is the math mode's, and alpha
+    /// and beta are floats as every COMPUTE_32F type wants.
     void run_gemm(const detail::GemmCall& g, const float* a, const float* b, float* c) {
         const cublasOperation_t op_a = g.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
         const cublasOperation_t op_b = g.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+        const cublasComputeType_t compute = m_math_settings.gemm_compute;
         if (g.batch == 1) {
-            RLFLOW_CUDA_CHECK(
-                cublasSgemm(m_cublas.get(), op_b, op_a, g.n, g.m, g.k, &g.alpha, b, g.ldb, a, g.lda, &zero, c, g.n));
+            RLFLOW_CUDA_CHECK(cublasGemmEx(m_cublas.get(), op_b, op_a, g.n, g.m, g.k, &g.alpha, b, CUDA_R_32F, g.ldb, a,
+                                           CUDA_R_32F, g.lda, &zero, c, CUDA_R_32F, g.n, compute, CUBLAS_GEMM_DEFAULT));
             return;
         }
-        RLFLOW_CUDA_CHECK(cublasSgemmStridedBatched(m_cublas.get(), op_b, op_a, g.n, g.m, g.k, &g.alpha, b, g.ldb,
-                                                    g.stride_b, a, g.lda, g.stride_a, &zero, c, g.n,
-                                                    static_cast<long long>(g.m) * g.n, g.batch));
+        RLFLOW_CUDA_CHECK(cublasGemmStridedBatchedEx(m_cublas.get(), op_b, op_a, g.n, g.m, g.k, &g.alpha, b, CUDA_R_32F,
+                                                     g.ldb, g.stride_b, a, CUDA_R_32F, g.lda, g.stride_a, &zero, c,
+                                                     CUDA_R_32F, g.n, static_cast<long long>(g.m) * g.n, g.batch,
+                                                     compute, CUBLAS_GEMM_DEFAULT));
     }
 
     /// A MatMul or a Gemm; Gemm's bias C is added as beta C by cudnnAddTensor, which
@@ -448,6 +578,8 @@ private:
     }
 
     int m_device = 0;
+    MathMode m_math = MathMode::fp32;
+    MathSettings m_math_settings = math_settings(MathMode::fp32);
     std::string m_name;
     detail::CudaStream m_stream;
     detail::CudaEvent m_start, m_stop;

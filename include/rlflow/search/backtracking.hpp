@@ -12,6 +12,7 @@
 #include <rlflow/core/canonical.hpp>
 #include <rlflow/search/greedy.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <iterator>
 #include <set>
@@ -73,6 +74,37 @@ private:
     std::unordered_map<std::uint64_t, std::vector<std::string>> m_by_hash;
 };
 
+/// The k cheapest candidates seen, cheapest first (ties to the earlier one).
+class Cheapest {
+public:
+    explicit Cheapest(std::size_t k) : m_k(k) {}
+    void offer(const Candidate& c) {
+        if (m_k == 0 || (m_kept.size() == m_k && !CheaperFirst{}(c, m_kept.back()))) return;
+        m_kept.insert(std::upper_bound(m_kept.begin(), m_kept.end(), c, CheaperFirst{}), c);
+        if (m_kept.size() > m_k) m_kept.pop_back();
+    }
+    /// The kept graphs other than `best` and each other (by canonical form), priced by
+    /// `model`, cheapest first.
+    template <cost::CostBackend Backend>
+    [[nodiscard]] std::vector<SearchResult::RunnerUp> runners_up(const Graph& best, const rewrite::RuleSet& rules,
+                                                                 cost::CostModel<Backend>& model) const {
+        SeenGraphs seen;
+        seen.insert(best);
+        std::vector<SearchResult::RunnerUp> result;
+        for (const Candidate& c : m_kept) {
+            Graph g = c.graph().first;
+            if (!seen.insert(g)) continue;
+            const double ms = model.graph_cost(g);
+            result.push_back({std::move(g), ms, named_counts(rules, c.counts)});
+        }
+        return result;
+    }
+
+private:
+    std::size_t m_k;
+    std::vector<Candidate> m_kept;
+};
+
 }  // namespace detail
 
 /// Backtracking search from `graph` with `rules`, priced by `model`.
@@ -90,6 +122,8 @@ template <cost::CostBackend Backend>
                            std::make_shared<const rewrite::Rewriter>(graph, rules, detail::every_location), 0, 0, true,
                            std::vector<std::uint32_t>(rules->size(), 0)};
     queue.insert(best);
+    detail::Cheapest cheapest(options.keep_best);
+    cheapest.offer(best);
     result.reason = StopReason::converged;
     while (!queue.empty()) {
         if (const auto why = stop.check(result.expansions)) {
@@ -112,6 +146,7 @@ template <cost::CostBackend Backend>
                                             false, current.counts};
                 ++successor.counts[r];
                 if (c < best.cost_ms) best = successor;
+                cheapest.offer(successor);
                 queue.insert(std::move(successor));
                 if (queue.size() > options.max_queue) queue.erase(std::prev(queue.end()));
             }
@@ -120,6 +155,7 @@ template <cost::CostBackend Backend>
     result.graph = best.graph().first;
     result.best_cost_ms = model.graph_cost(result.graph);
     result.rewrites = detail::named_counts(*rules, best.counts);
+    result.runners_up = cheapest.runners_up(result.graph, *rules, model);
     result.seconds = stop.seconds();
     return result;
 }

@@ -39,6 +39,10 @@ struct SearchOptions {
     double time_limit_seconds = 0;
     /// Set (e.g. from a SIGINT handler) to stop with the best graph so far.
     const std::atomic<bool>* stop = nullptr;
+    /// How many of the cheapest distinct graphs to return (the best and runners-up), for
+    /// an end-to-end check to choose from; searches that see one graph at a time
+    /// (greedy) return the best alone.
+    std::size_t keep_best = 1;
     /// Called after every expansion.
     std::function<void(const SearchProgress&)> on_progress;
 };
@@ -58,6 +62,14 @@ struct SearchResult {
     double best_cost_ms = 0;
     /// Rule name -> times applied on the way from the input to the best graph.
     std::map<std::string, std::size_t> rewrites;
+    /// The next cheapest distinct graphs found (at most SearchOptions::keep_best - 1),
+    /// cheapest first, with their costs and rewrites.
+    struct RunnerUp {
+        Graph graph;
+        double cost_ms = 0;
+        std::map<std::string, std::size_t> rewrites;
+    };
+    std::vector<RunnerUp> runners_up;
     std::size_t expansions = 0;
     double seconds = 0;
     StopReason reason = StopReason::converged;

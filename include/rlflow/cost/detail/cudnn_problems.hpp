@@ -86,7 +86,7 @@ struct ConvGeometry {
 }
 
 /// The forward algorithm cudnnFindConvolutionForwardAlgorithmEx chose, with the math type
-/// and workspace it ran with.
+/// it is timed with (one the profiler's math mode allows) and the workspace it ran with.
 struct ConvAlgorithm {
     cudnnConvolutionFwdAlgo_t algorithm = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
     cudnnMathType_t math = CUDNN_DEFAULT_MATH;

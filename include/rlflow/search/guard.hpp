@@ -1,0 +1,186 @@
+#pragma once
+/// \file
+/// The end-to-end guard: a cost model is a means, a runtime's measurement is the truth.
+/// After a search, the input graph and the best few candidates are written as ONNX and
+/// timed whole in the target runtime, interleaved run by run, at one or more ONNX
+/// Runtime optimisation levels. A candidate replaces the input only if it is faster
+/// beyond the noise at the first level and not slower beyond the noise at the others;
+/// otherwise the input is kept, unchanged.
+///
+/// "Beyond the noise" is a one-sided sign test on paired runs: in round k the input and
+/// every candidate run once each, back to back, so machine noise that lasts longer than a
+/// round hits both alike, and the ratio r_k = candidate_k / input_k compares them.
+/// Under "no difference" a candidate wins each round with probability 1/2, so the chance
+/// of w or more wins in n rounds is P = sum_{i>=w} C(n, i) / 2^n. A candidate is faster
+/// when P < significance and the median ratio is below 1 - min_gain; slower when the
+/// same holds for losses and the median ratio is above 1 + min_gain. The test makes no
+/// assumption about the shape of the timing distribution (which has a long right tail).
+
+#include <rlflow/core/graph.hpp>
+#include <rlflow/cost/detail/timing.hpp>
+#include <rlflow/onnx/export.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rlflow::search {
+
+/// How the guard measures and decides.
+struct GuardOptions {
+    /// Interleaved rounds: timed runs of each model.
+    int rounds = 21;
+    /// Untimed runs of each model first.
+    int warmup = 2;
+    /// The sign test's significance level.
+    double significance = 0.05;
+    /// The least relative gain (and loss) that counts.
+    double min_gain = 0.005;
+};
+
+/// Runs of each model at one level, index 0 the input, in round order.
+struct LevelTimings {
+    std::string level;
+    std::vector<std::vector<double>> runs_ms;
+};
+
+/// What the guard saw of one candidate at one level.
+struct CandidateVerdict {
+    /// Index into the candidates (0 = the first candidate, not the input).
+    std::size_t candidate = 0;
+    std::string level;
+    double input_median_ms = 0;
+    double candidate_median_ms = 0;
+    /// Median over rounds of candidate / input.
+    double median_ratio = 1;
+    std::size_t wins = 0;
+    std::size_t rounds = 0;
+    /// One-sided sign-test p-values for "faster" and "slower".
+    double p_faster = 1;
+    double p_slower = 1;
+    bool faster = false;
+    bool slower = false;
+};
+
+/// The guard's decision.
+struct GuardDecision {
+    /// The candidate to write; nullopt: write the input unchanged.
+    std::optional<std::size_t> chosen;
+    /// Why, in a sentence.
+    std::string reason;
+    std::vector<CandidateVerdict> verdicts;
+};
+
+namespace detail {
+
+/// P(X >= wins) for X ~ Binomial(n, 1/2): the one-sided sign test's p-value.
+[[nodiscard]] inline double sign_test_p(std::size_t wins, std::size_t n) {
+    if (wins == 0) return 1.0;
+    double p = 0;
+    for (std::size_t i = wins; i <= n; ++i)
+        p += std::exp(std::lgamma(static_cast<double>(n) + 1) - std::lgamma(static_cast<double>(i) + 1)
+                      - std::lgamma(static_cast<double>(n - i) + 1) - static_cast<double>(n) * std::log(2.0));
+    return std::min(p, 1.0);
+}
+
+/// Compares candidate `c` (runs index c + 1) with the input at one level.
+[[nodiscard]] inline CandidateVerdict compare(const LevelTimings& t, std::size_t c, const GuardOptions& options) {
+    const std::vector<double>& input = t.runs_ms.at(0);
+    const std::vector<double>& mine = t.runs_ms.at(c + 1);
+    CandidateVerdict v;
+    v.candidate = c;
+    v.level = t.level;
+    std::vector<double> ratios;
+    std::size_t losses = 0;
+    for (std::size_t k = 0; k < std::min(input.size(), mine.size()); ++k) {
+        if (!(input[k] > 0)) continue;
+        ratios.push_back(mine[k] / input[k]);
+        if (mine[k] < input[k]) ++v.wins;
+        if (mine[k] > input[k]) ++losses;
+    }
+    v.rounds = v.wins + losses;  // ties carry no sign
+    v.input_median_ms = cost::detail::median(input);
+    v.candidate_median_ms = cost::detail::median(mine);
+    v.median_ratio = ratios.empty() ? 1.0 : cost::detail::median(ratios);
+    v.p_faster = sign_test_p(v.wins, v.rounds);
+    v.p_slower = sign_test_p(losses, v.rounds);
+    v.faster = v.p_faster < options.significance && v.median_ratio < 1 - options.min_gain;
+    v.slower = v.p_slower < options.significance && v.median_ratio > 1 + options.min_gain;
+    return v;
+}
+
+[[nodiscard]] inline std::string percent(double ratio) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%+.1f%%", (ratio - 1) * 100);
+    return text;
+}
+
+}  // namespace detail
+
+/// Decides from timings at one or more levels (the first is the level that must gain)
+/// for `candidates` candidates: the fastest candidate at the first level among those
+/// faster there and slower at no level; else none.
+[[nodiscard]] inline GuardDecision decide(const std::vector<LevelTimings>& levels, std::size_t candidates,
+                                          const GuardOptions& options = {}) {
+    GuardDecision d;
+    if (levels.empty() || candidates == 0) {
+        d.reason = "no candidate differs from the input";
+        return d;
+    }
+    double best_ratio = 1;
+    for (std::size_t c = 0; c < candidates; ++c) {
+        bool acceptable = true;
+        for (std::size_t l = 0; l < levels.size(); ++l) {
+            const CandidateVerdict v = detail::compare(levels[l], c, options);
+            acceptable = acceptable && (l == 0 ? v.faster : !v.slower);
+            d.verdicts.push_back(v);
+        }
+        const double ratio = d.verdicts[c * levels.size()].median_ratio;
+        if (acceptable && (!d.chosen || ratio < best_ratio)) {
+            d.chosen = c;
+            best_ratio = ratio;
+        }
+    }
+    const CandidateVerdict& first = d.verdicts.front();
+    if (d.chosen) {
+        const CandidateVerdict& v = d.verdicts[*d.chosen * levels.size()];
+        d.reason = "candidate " + std::to_string(*d.chosen + 1) + " is faster at level " + v.level + " ("
+                   + detail::percent(v.median_ratio) + ", " + std::to_string(v.wins) + "/" + std::to_string(v.rounds)
+                   + " rounds, sign test p = " + std::to_string(v.p_faster).substr(0, 6) + ")";
+        if (levels.size() > 1) d.reason += " and not slower at the other levels";
+    } else {
+        d.reason = "no candidate is faster than the input beyond the noise at level " + first.level + " without being slower at another (best: "
+                   + detail::percent(first.median_ratio) + "); keeping the input";
+    }
+    return d;
+}
+
+/// Times the input and `candidates` with `timer` at each of `levels` and decides.
+/// `timer(files, level)` returns each file's runs in round order, interleaved; the files
+/// are written under `scratch` and removed afterwards.
+template <class Timer>
+[[nodiscard]] GuardDecision run_guard(const Graph& input, const std::vector<const Graph*>& candidates,
+                                      const std::vector<std::string>& levels, const std::filesystem::path& scratch,
+                                      Timer&& timer, const GuardOptions& options = {}) {
+    if (candidates.empty()) return decide({}, 0, options);
+    std::vector<std::filesystem::path> files;
+    const auto write = [&](const Graph& g) {
+        files.push_back(scratch / ("guard_" + std::to_string(files.size()) + ".onnx"));
+        onnx_io::save_onnx(g, files.back());
+    };
+    write(input);
+    for (const Graph* g : candidates) write(*g);
+    std::vector<LevelTimings> timings;
+    for (const std::string& level : levels) timings.push_back({level, timer(files, level)});
+    for (const auto& f : files) {
+        std::error_code ignored;
+        std::filesystem::remove(f, ignored);
+    }
+    return decide(timings, candidates.size(), options);
+}
+
+}  // namespace rlflow::search

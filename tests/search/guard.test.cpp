@@ -1,0 +1,101 @@
+// The end-to-end guard (search/guard.hpp): its sign test, and its decisions on timings
+// from a fake timer, so that what it writes does not depend on this machine's speed.
+#include <rlflow/models/zoo.hpp>
+#include <rlflow/rewrite.hpp>
+#include <rlflow/search/greedy.hpp>
+#include <rlflow/search/guard.hpp>
+#include <rlflow/cost.hpp>
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <unistd.h>
+
+using namespace rlflow;
+
+namespace {
+
+/// `n` runs around `ms`, with a deterministic wobble of +-2%.
+std::vector<double> runs(double ms, std::size_t n = 21, std::size_t phase = 0) {
+    std::vector<double> r;
+    for (std::size_t k = 0; k < n; ++k) r.push_back(ms * (1.0 + 0.02 * std::sin(static_cast<double>(k * 7 + phase))));
+    return r;
+}
+
+struct Scratch {
+    std::filesystem::path path = std::filesystem::temp_directory_path() / ("rlflow-guard-test-" + std::to_string(::getpid()));
+    Scratch() { std::filesystem::create_directories(path); }
+    ~Scratch() { std::filesystem::remove_all(path); }
+};
+
+}  // namespace
+
+TEST_CASE("the sign test's p-values are binomial tail sums") {
+    // P(X >= 15 | n = 20) = (C(20,15) + ... + C(20,20)) / 2^20 = 21700 / 1048576.
+    CHECK(search::detail::sign_test_p(15, 20) == doctest::Approx(21700.0 / 1048576.0).epsilon(1e-9));
+    CHECK(search::detail::sign_test_p(0, 20) == 1.0);
+    CHECK(search::detail::sign_test_p(20, 20) == doctest::Approx(1.0 / 1048576.0).epsilon(1e-9));
+    CHECK(search::detail::sign_test_p(10, 20) > 0.5);
+}
+
+TEST_CASE("the guard keeps the input when the candidate is slower") {
+    const std::vector<search::LevelTimings> t{{"basic", {runs(10.0), runs(10.8, 21, 3)}}};
+    const search::GuardDecision d = search::decide(t, 1);
+    CHECK_FALSE(d.chosen.has_value());
+    REQUIRE(d.verdicts.size() == 1);
+    CHECK(d.verdicts[0].slower);
+    CHECK(d.verdicts[0].median_ratio > 1.0);
+    CHECK(d.reason.find("keeping the input") != std::string::npos);
+}
+
+TEST_CASE("the guard keeps the input when the candidate is within the noise") {
+    // Equal medians, the candidate winning about half of the rounds.
+    const std::vector<search::LevelTimings> t{{"basic", {runs(10.0, 21, 0), runs(10.0, 21, 1)}}};
+    const search::GuardDecision d = search::decide(t, 1);
+    CHECK_FALSE(d.chosen.has_value());
+    CHECK_FALSE(d.verdicts[0].faster);
+    CHECK_FALSE(d.verdicts[0].slower);
+}
+
+TEST_CASE("the guard picks the fastest candidate that is faster at the first level and not slower at the others") {
+    // Candidate 0: 10% faster at basic but 8% slower at all. Candidate 1: 5% faster at
+    // basic, equal at all. Candidate 2: slower at basic.
+    const std::vector<search::LevelTimings> t{
+        {"basic", {runs(10.0), runs(9.0, 21, 2), runs(9.5, 21, 4), runs(11.0, 21, 6)}},
+        {"all", {runs(8.0), runs(8.64, 21, 2), runs(8.0, 21, 5), runs(8.0, 21, 6)}}};
+    const search::GuardDecision d = search::decide(t, 3);
+    REQUIRE(d.chosen.has_value());
+    CHECK(*d.chosen == 1);
+    CHECK(d.verdicts.size() == 6);
+    CHECK(d.verdicts[0].faster);
+    CHECK(d.verdicts[1].slower);
+    CHECK(d.reason.find("candidate 2 is faster at level basic") != std::string::npos);
+}
+
+TEST_CASE("run_guard writes the input and candidates as ONNX and times them through the timer it is given") {
+    const Graph input = models::build_zoo_model("squeezenet1_1");
+    cost::CostModel<cost::AnalyticBackend> model(cost::AnalyticBackend::preset("cpu"));
+    search::SearchOptions options;
+    options.budget = 3;
+    const auto rules = std::make_shared<const rewrite::RuleSet>(rewrite::builtin_rules());
+    const search::SearchResult r = search::greedy(input, rules, model, options);
+    REQUIRE(r.expansions > 0);
+    const Scratch scratch;
+    std::size_t calls = 0;
+    const auto slower_timer = [&](const std::vector<std::filesystem::path>& files, const std::string& level) {
+        ++calls;
+        CHECK(files.size() == 2);
+        for (const auto& f : files) CHECK(std::filesystem::file_size(f) > 0);
+        return std::vector<std::vector<double>>{runs(level == "basic" ? 5.0 : 4.0), runs(level == "basic" ? 6.0 : 4.0, 21, 1)};
+    };
+    const search::GuardDecision d = search::run_guard(input, {&r.graph}, {"basic", "all"}, scratch.path, slower_timer);
+    CHECK(calls == 2);
+    CHECK_FALSE(d.chosen.has_value());
+    CHECK(std::filesystem::is_empty(scratch.path));  // the timed files are removed
+    const auto faster_timer = [&](const std::vector<std::filesystem::path>&, const std::string&) {
+        return std::vector<std::vector<double>>{runs(5.0), runs(4.0, 21, 1)};
+    };
+    const search::GuardDecision chosen = search::run_guard(input, {&r.graph}, {"basic"}, scratch.path, faster_timer);
+    REQUIRE(chosen.chosen.has_value());
+    CHECK(*chosen.chosen == 0);
+}

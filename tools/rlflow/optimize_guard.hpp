@@ -1,0 +1,122 @@
+#pragma once
+// `rlflow optimize`'s end-to-end guard in ONNX Runtime (search/guard.hpp decides): the
+// input and the best few candidates are timed whole, interleaved, at the guard's levels;
+// the fastest candidate that is faster beyond the noise is written, else the input.
+
+#include "progress.hpp"
+
+#include <rlflow/cost/ort_backend.hpp>
+#include <rlflow/search/guard.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace rlflow::cli {
+
+/// How the guard runs.
+struct GuardSettings {
+    /// "ort" or "none" ("auto" is resolved before).
+    std::string mode = "ort";
+    /// Levels to time at; the first must gain, the others must not lose.
+    std::vector<std::string> levels;
+    int threads = 1;
+    std::size_t candidates = 3;
+    search::GuardOptions decision;
+    std::uint64_t seed = 0;
+};
+
+/// What the guard did, for the report and the console.
+struct GuardOutcome {
+    /// "candidate" (a candidate beat the input), "input" (kept), or "off".
+    std::string decision = "off";
+    std::string reason;
+    /// Index of the candidate written, when decision == "candidate".
+    std::size_t chosen = 0;
+    /// Medians at the first level of the input and of what is written.
+    double before_ms = 0;
+    double after_ms = 0;
+    search::GuardDecision detail;
+};
+
+/// Times files in `worker` at a level, interleaved; a model ORT cannot run gets no runs.
+inline auto ort_timer(cost::OrtWorker& worker, const GuardSettings& settings, std::vector<std::string>& errors) {
+    return [&worker, &settings, &errors](const std::vector<std::filesystem::path>& files, const std::string& level) {
+        cost::OrtTimingRequest request;
+        request.settings = {level, settings.threads};
+        request.warmup = settings.decision.warmup;
+        request.runs = settings.decision.rounds;
+        request.interleave = true;
+        request.seed = settings.seed;
+        ProgressBar bar("guard " + level, 1);
+        bar.update(0, "timing " + std::to_string(files.size()) + " models in ONNX Runtime");
+        const std::vector<cost::ModelTiming> timings = worker.time(files, request);
+        bar.finish();
+        std::vector<std::vector<double>> runs;
+        for (const cost::ModelTiming& t : timings) {
+            if (!t.ok()) errors.push_back(t.error);
+            runs.push_back(t.runs_ms);
+        }
+        return runs;
+    };
+}
+
+/// Runs the guard over `candidates` (cheapest first by the cost model).
+inline GuardOutcome guard_in_ort(cost::OrtWorker& worker, const Graph& input, const std::vector<const Graph*>& candidates,
+                                 const GuardSettings& settings) {
+    GuardOutcome outcome;
+    std::vector<std::string> errors;
+    const cost::detail::ScratchFolder scratch({});
+    outcome.detail = search::run_guard(input, candidates, settings.levels, scratch.path(), ort_timer(worker, settings, errors),
+                                       settings.decision);
+    if (!outcome.detail.verdicts.empty()) {
+        outcome.before_ms = outcome.detail.verdicts.front().input_median_ms;
+        outcome.after_ms = outcome.before_ms;
+    }
+    if (outcome.before_ms <= 0 && !errors.empty()) {
+        // ORT cannot run the input: nothing to compare with, the guard cannot judge.
+        outcome.decision = "unavailable";
+        outcome.reason = "ONNX Runtime cannot run the input (" + errors.front() + "); the result is not timed";
+        return outcome;
+    }
+    outcome.reason = outcome.detail.reason;
+    if (!outcome.detail.chosen) {
+        outcome.decision = "input";
+        return outcome;
+    }
+    outcome.decision = "candidate";
+    outcome.chosen = *outcome.detail.chosen;
+    outcome.after_ms = outcome.detail.verdicts[outcome.chosen * settings.levels.size()].candidate_median_ms;
+    return outcome;
+}
+
+inline nlohmann::json guard_json(const GuardOutcome& g, const GuardSettings& settings) {
+    nlohmann::json j;
+    j["mode"] = settings.mode;
+    j["decision"] = g.decision;
+    j["reason"] = g.reason;
+    if (g.decision == "off") return j;
+    j["levels"] = settings.levels;
+    j["rounds"] = settings.decision.rounds;
+    j["significance"] = settings.decision.significance;
+    j["min_gain"] = settings.decision.min_gain;
+    j["candidates"] = nlohmann::json::array();
+    for (const search::CandidateVerdict& v : g.detail.verdicts)
+        j["candidates"].push_back({{"candidate", v.candidate + 1},
+                                   {"level", v.level},
+                                   {"input_median_ms", v.input_median_ms},
+                                   {"candidate_median_ms", v.candidate_median_ms},
+                                   {"median_ratio", v.median_ratio},
+                                   {"wins", v.wins},
+                                   {"rounds", v.rounds},
+                                   {"p_faster", v.p_faster},
+                                   {"p_slower", v.p_slower},
+                                   {"faster", v.faster},
+                                   {"slower", v.slower}});
+    return j;
+}
+
+}  // namespace rlflow::cli
