@@ -20,7 +20,9 @@ tests/data; tools/rank_correlation.py exports them into the build folder): the
 depthwise-convolution CNNs mobilenet_v2, shufflenet_v2_x1_0 (channel shuffles: Reshape,
 Transpose, Split) and efficientnet_b0 (SiLU, squeeze-and-excitation), 224x224. Together
 with the models above they cover plain, grouped and depthwise convolutions and a
-transformer, what the analytic cpu preset is calibrated on.
+transformer, what the analytic cpu preset is calibrated on. vit_b_16 (a vision
+transformer) and regnet_y_400mf (grouped convolutions, squeeze-and-excitation) are
+further models nobody tuned rlflow for, on which tools/ort_speedups.py checks the guard.
 
 In every file the data input is named `input` and the output `output`. By default
 (`export_params=False`) the parameters are not stored: they become further graph
@@ -37,7 +39,7 @@ import tempfile
 
 MODELS = ["resnet18", "resnet50", "squeezenet1_1", "inception_v3", "resnext50_32x4d", "transformer"]
 # Exported only on request (--models): not committed to tests/data.
-CALIBRATION_MODELS = ["mobilenet_v2", "shufflenet_v2_x1_0", "efficientnet_b0"]
+CALIBRATION_MODELS = ["mobilenet_v2", "shufflenet_v2_x1_0", "efficientnet_b0", "vit_b_16", "regnet_y_400mf"]
 OPSETS = [13, 17]
 
 # Transformer encoder shape (BERT-base sized).

@@ -37,12 +37,13 @@ struct FittedField {
     double& (*field)(cost::DeviceSpec&);
 };
 
-/// The cpu preset's fitted fields: all but peak_gflops, which stays the measured sgemm
-/// speed (only the product peak x peak_efficiency matters), and the switch that only rows
-/// saturate, which is the model's design (see cost/analytic.hpp).
+/// The cpu preset's fitted fields: all but peak_efficiency, which stays 1 (only the
+/// product peak x peak_efficiency matters, so peak_gflops is the rate of a large GEMM),
+/// and the switch that only rows saturate, which is the model's design (see
+/// cost/analytic.hpp).
 inline std::vector<FittedField> cpu_fitted_fields() {
     using cost::DeviceSpec;
-    return {{"peak_efficiency", [](DeviceSpec& d) -> double& { return d.peak_efficiency; }},
+    return {{"peak_gflops", [](DeviceSpec& d) -> double& { return d.peak_gflops; }},
             {"half_saturation", [](DeviceSpec& d) -> double& { return d.half_saturation; }},
             {"bandwidth_gbs", [](DeviceSpec& d) -> double& { return d.bandwidth_gbs; }},
             {"launch_us", [](DeviceSpec& d) -> double& { return d.launch_us; }},
@@ -68,7 +69,8 @@ namespace detail {
 /// Fitted fields are kept above this, so their logarithms stay finite.
 inline constexpr double smallest_field = 1e-6;
 
-inline cost::DeviceSpec with_fields(cost::DeviceSpec d, const std::vector<FittedField>& fields, const Eigen::VectorXd& log_values) {
+inline cost::DeviceSpec with_fields(cost::DeviceSpec d, const std::vector<FittedField>& fields,
+                                    const Eigen::VectorXd& log_values) {
     for (std::size_t i = 0; i < fields.size(); ++i)
         fields[i].field(d) = std::exp(log_values[static_cast<Eigen::Index>(i)]);
     return d;
@@ -90,7 +92,8 @@ inline Eigen::VectorXd log_errors(const cost::DeviceSpec& d, const std::vector<O
 inline Eigen::VectorXd log_residuals(const cost::DeviceSpec& d, const std::vector<OpSample>& samples) {
     Eigen::VectorXd r = log_errors(d, samples);
     for (double& e : r)
-        if (std::abs(e) > huber_delta) e = std::copysign(std::sqrt(2.0 * huber_delta * std::abs(e) - huber_delta * huber_delta), e);
+        if (std::abs(e) > huber_delta)
+            e = std::copysign(std::sqrt(2.0 * huber_delta * std::abs(e) - huber_delta * huber_delta), e);
     return r;
 }
 

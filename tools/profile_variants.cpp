@@ -4,16 +4,18 @@
 //
 //   rlflow_profile_variants --out DIR [--onnx FILE...] [--walks N] [--steps N]
 //                           [--focused-walks N] [--models NAME...] [--batches N...]
-//                           [--rewrite NAME...] [--budgets N...] [--seed S] [--no-ort]
+//                           [--rewrite NAME...] [--budgets N...] [--search-seconds S]
+//                           [--seed S] [--no-ort]
 //                           [--ort-cache FILE] [--profiler-cache FILE]
 //
 // Variants of each --onnx file (a weight-free export whose data input is `input`): the
 // export itself; --walks random walks over the default rules of 1 to --steps rewrites
 // each and --focused-walks walks over the rewrites that change a convolution's or
 // MatMul's arithmetic (tools/variant_walks.hpp); and the graph after greedy search with
-// the built-in rules under the analytic cpu preset, stopped after each of --budgets
-// rewrites. Variants of each --models zoo graph at each --batches size: the graph, and for
-// the --rewrite models the greedy ones. The zoo defaults apply only without --onnx.
+// the default rules under the analytic cpu preset, stopped after each of --budgets
+// rewrites or --search-seconds. Variants of each --models zoo graph at each --batches
+// size: the graph, and for the --rewrite models the greedy ones under the built-in rules.
+// The zoo defaults apply only without --onnx.
 //
 // Every variant gets seeded random weights. Weight-only ops (computed from weights alone,
 // e.g. the concatenated kernel of two merged convolutions) are folded into new weights
@@ -43,6 +45,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -61,6 +64,7 @@ struct Options {
     std::vector<std::int64_t> batches{1, 2};
     std::vector<std::string> rewrite{"squeezenet1_1", "resnext50", "nasrnn", "bert"};
     std::vector<std::size_t> budgets{3, 1000};
+    double search_seconds = 120;
     std::uint64_t seed = 0;
     /// CpuProfilerOptions::cache_flush_bytes, in MiB.
     std::size_t flush_mib = 0;
@@ -89,17 +93,20 @@ void emit(Graph g, const std::string& model, const std::string& variant, const O
     std::fprintf(stderr, "%s: %s priced\n", model.c_str(), variant.c_str());
 }
 
-/// The greedy variants of `base`: the graph after each of `options.budgets` rewrites.
-void emit_greedy(const Graph& base, const std::string& model, const Options& options, Pricers& pricers) {
-    const auto rules = std::make_shared<const rewrite::RuleSet>(rewrite::builtin_rules());
+/// The greedy variants of `base` under `rules`: the graph after each of
+/// `options.budgets` rewrites (or --search-seconds).
+void emit_greedy(const Graph& base, const std::string& model, const Options& options, Pricers& pricers,
+                 const std::shared_ptr<const rewrite::RuleSet>& rules) {
+    std::set<std::size_t> emitted;  // budgets the search converged before give the same graph
     for (const std::size_t budget : options.budgets) {
         cost::CostModel<cost::AnalyticBackend> guide(cost::AnalyticBackend::preset("cpu"));
         search::SearchOptions search;
         search.budget = budget;
+        search.time_limit_seconds = options.search_seconds;
         search::SearchResult result = search::greedy(base, rules, guide, search);
         std::fprintf(stderr, "%s: greedy applied %zu rewrites (%s)\n", model.c_str(), result.expansions,
                      std::string(search::stop_reason_name(result.reason)).c_str());
-        if (result.expansions == 0) continue;
+        if (result.expansions == 0 || !emitted.insert(result.expansions).second) continue;
         emit(std::move(result.graph), model, "greedy" + std::to_string(result.expansions), options, pricers);
     }
 }
@@ -121,10 +128,11 @@ void emit_export(const std::string& path, const Options& options, Pricers& price
         const std::string variant = (is_focused ? "focused" : "walk") + std::to_string(w) + "_" + std::to_string(applied);
         emit(std::move(g), base.name, variant, options, pricers);
     }
-    emit_greedy(base.graph, base.name, options, pricers);
+    emit_greedy(base.graph, base.name, options, pricers, rules);
 }
 
 void emit_zoo(const Options& options, Pricers& pricers) {
+    const auto rules = std::make_shared<const rewrite::RuleSet>(rewrite::builtin_rules());
     for (const std::string& model : options.models)
         for (const std::int64_t batch : options.batches) {
             Graph g = models::build_zoo_model(model, {batch});
@@ -132,7 +140,7 @@ void emit_zoo(const Options& options, Pricers& pricers) {
             const std::string name = model + "_b" + std::to_string(batch);
             emit(g, name, "original", options, pricers);
             if (std::find(options.rewrite.begin(), options.rewrite.end(), model) != options.rewrite.end())
-                emit_greedy(g, name, options, pricers);
+                emit_greedy(g, name, options, pricers, rules);
         }
 }
 
@@ -170,7 +178,8 @@ void run(const Options& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"Write graph variants as ONNX and price them with the ort backend, the analytic cpu preset and the CPU profiler"};
+    CLI::App app{"Write graph variants as ONNX and price them with the ort backend, the analytic cpu preset and the "
+                 "CPU profiler"};
     Options options;
     app.add_option("--out", options.out, "folder for the .onnx files")->required();
     app.add_option("--onnx", options.onnx, "weight-free ONNX exports (data input `input`) to make variants of");
@@ -181,6 +190,7 @@ int main(int argc, char** argv) {
     app.add_option("--batches", options.batches, "batch sizes of the zoo models");
     app.add_option("--rewrite", options.rewrite, "zoo models that also get greedy-rewritten variants");
     app.add_option("--budgets", options.budgets, "greedy rewrite budgets, one variant each");
+    app.add_option("--search-seconds", options.search_seconds, "time limit of each greedy search")->capture_default_str();
     app.add_option("--seed", options.seed, "seed of walks, weights and inputs");
     app.add_option("--flush-mib", options.flush_mib, "time every op with cold caches, evicted by writing this many MiB");
     app.add_flag("--no-ort", options.no_ort, "do not price with the ort backend (prints nan)");

@@ -49,7 +49,8 @@ namespace rlflow::tools {
 }
 
 /// The median over i of |predicted_i / measured_i - 1|, in percent.
-[[nodiscard]] inline double median_abs_percentage_error(const std::vector<double>& predicted, const std::vector<double>& measured) {
+[[nodiscard]] inline double median_abs_percentage_error(const std::vector<double>& predicted,
+                                                       const std::vector<double>& measured) {
     constexpr double percent = 100.0;
     std::vector<double> errors;
     for (std::size_t i = 0; i < predicted.size(); ++i) errors.push_back(std::abs(predicted[i] / measured[i] - 1.0) * percent);

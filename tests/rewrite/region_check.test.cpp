@@ -124,7 +124,7 @@ TEST_CASE("a graph output moved to another tensor is verified in its region") {
     CHECK(branches.region.added.size() == 3);  // the two kernels' and biases' concats and the merged conv
 }
 
-TEST_CASE("renaming a tensor changes no function; renaming a graph output does") {
+TEST_CASE("renaming a tensor changes no function, and renaming a graph output does") {
     const Graph original = conv_sin_branches();
     Graph renamed = original;
     renamed.rename_output(renamed.outputs()[0].value, "other");

@@ -33,6 +33,8 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <type_traits>
 
@@ -259,9 +261,15 @@ inline GuardSettings guard_settings(const OptimizeOptions& o, bool cpu_target) {
 }
 
 /// Times the candidates against the input and says which to write.
+/// The ONNX file a MODEL argument names, if it is one (not zoo:NAME).
+inline std::optional<std::filesystem::path> model_file(const OptimizeOptions& o) {
+    if (o.model.starts_with(zoo_prefix)) return std::nullopt;
+    return std::filesystem::path(o.model);
+}
+
 template <cost::CostBackend Backend>
 GuardOutcome run_guard_for(cost::CostModel<Backend>& model, const Graph& input, const std::vector<Outcome>& candidates,
-                           const GuardSettings& settings) {
+                           const GuardSettings& settings, const std::optional<std::filesystem::path>& input_file) {
     if (settings.mode != "ort") {
         GuardOutcome off;
         off.reason = "off (--guard none, or no ONNX Runtime for this target)";
@@ -269,9 +277,21 @@ GuardOutcome run_guard_for(cost::CostModel<Backend>& model, const Graph& input, 
     }
     std::vector<const Graph*> graphs;
     for (const Outcome& c : candidates) graphs.push_back(&c.graph);
-    if constexpr (std::is_same_v<Backend, cost::OrtBackend>) return guard_in_ort(model.backend().worker(), input, graphs, settings);
+    if constexpr (std::is_same_v<Backend, cost::OrtBackend>)
+        return guard_in_ort(model.backend().worker(), input, graphs, settings, input_file);
     cost::OrtWorker worker;
-    return guard_in_ort(worker, input, graphs, settings);
+    return guard_in_ort(worker, input, graphs, settings, input_file);
+}
+
+/// Writes the result; the input, when kept, as the very file it came from (byte for byte),
+/// so that what the guard timed as the input is what the user gets back.
+inline void write_model(const Outcome& written, const OptimizeOptions& o) {
+    const auto file = model_file(o);
+    if (!written.is_input || !file) return onnx_io::save_onnx(written.graph, o.output, o.save);
+    std::ifstream in(*file, std::ios::binary);
+    const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    RLFLOW_EXPECTS(in.good() || in.eof(), io_error, file->string() + ": cannot read it again to write it unchanged");
+    write_file_atomically(o.output, bytes);
 }
 
 /// Optimises, guards, verifies, writes. A failed verification writes nothing and exits 1.
@@ -289,7 +309,7 @@ void optimize_with(const OptimizeOptions& o, Backend backend, const std::string&
     search::SearchResult result = run_search(o, original, rules, model, guard.mode == "ort" ? guard.candidates : 1);
     save_cost_cache(model, cache, !o.cost_cache.empty());
     std::vector<Outcome> candidates = candidate_outcomes(result);
-    const GuardOutcome guarded = run_guard_for(model, original, candidates, guard);
+    const GuardOutcome guarded = run_guard_for(model, original, candidates, guard, model_file(o));
     Outcome written = candidates.empty() || guarded.decision == "input"
                           ? Outcome{original, result.initial_cost_ms, {}, true}
                           : std::move(candidates[guarded.decision == "candidate" ? guarded.chosen : 0]);
@@ -302,7 +322,7 @@ void optimize_with(const OptimizeOptions& o, Backend backend, const std::string&
                      check.detail.c_str());
         throw CLI::RuntimeError(1);
     }
-    onnx_io::save_onnx(written.graph, o.output, o.save);
+    write_model(written, o);
     if (!o.report.empty()) write_file_atomically(o.report, report.dump(2) + "\n");
     print_summary(report);
     std::printf("wrote %s\n", o.output.c_str());

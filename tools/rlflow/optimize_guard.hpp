@@ -66,12 +66,12 @@ inline auto ort_timer(cost::OrtWorker& worker, const GuardSettings& settings, st
 
 /// Runs the guard over `candidates` (cheapest first by the cost model).
 inline GuardOutcome guard_in_ort(cost::OrtWorker& worker, const Graph& input, const std::vector<const Graph*>& candidates,
-                                 const GuardSettings& settings) {
+                                 const GuardSettings& settings, const std::optional<std::filesystem::path>& input_file) {
     GuardOutcome outcome;
     std::vector<std::string> errors;
     const cost::detail::ScratchFolder scratch({});
     outcome.detail = search::run_guard(input, candidates, settings.levels, scratch.path(), ort_timer(worker, settings, errors),
-                                       settings.decision);
+                                       settings.decision, input_file);
     if (!outcome.detail.verdicts.empty()) {
         outcome.before_ms = outcome.detail.verdicts.front().input_median_ms;
         outcome.after_ms = outcome.before_ms;

@@ -35,6 +35,13 @@ enum OpFlag : std::uint8_t {
     op_flag_commutative = 8,
     /// Not interpreted: carried with its stored attributes and shapes.
     op_flag_opaque = 16,
+    /// A matrix product or convolution whose output a runtime may post-process in the same
+    /// kernel (bias, scale, activation, normalisation): ONNX Runtime's MatMul + Add -> Gemm,
+    /// Conv + Add/Mul/BatchNormalization, Conv + activation fusions.
+    op_flag_fusion_head = 32,
+    /// An op a runtime may fold into the kernel of the fusion head before it: the
+    /// element-wise ops and BatchNormalization.
+    op_flag_fusion_tail = 64,
 };
 
 /// The traits of one op kind.
@@ -89,17 +96,18 @@ inline constexpr A enlarge_attrs[] = {{"kernel_shape", T::Ints, true}};
 inline constexpr A merge_gconv_attrs[] = {{"count", T::Int, true}, {"group", T::Int, true}};
 inline constexpr std::span<const A> none{};
 
-constexpr std::uint8_t ew = op_flag_elementwise;
-constexpr std::uint8_t ew_comm = op_flag_elementwise | op_flag_commutative;
+constexpr std::uint8_t ew = op_flag_elementwise | op_flag_fusion_tail;
+constexpr std::uint8_t ew_comm = op_flag_elementwise | op_flag_commutative | op_flag_fusion_tail;
+constexpr std::uint8_t head = op_flag_fusion_head;
 
 // clang-format off
 inline constexpr std::array<OpTraits, op_kind_count> op_table{{
  {OpKind::Input, "Input", "", 0, 0, none, no_normalize, keep_outputs, no_flops, op_flag_source},
  {OpKind::Weight, "Weight", "", 0, 0, none, no_normalize, keep_outputs, no_flops, op_flag_source},
  {OpKind::Constant, "Constant", "Constant", 0, 0, none, no_normalize, keep_outputs, no_flops, op_flag_source},
- {OpKind::Conv2D, "Conv2D", "Conv", 2, 3, conv_attrs, ConvOp::normalize, ConvOp::infer, ConvOp::flops},
- {OpKind::MatMul, "MatMul", "MatMul", 2, 2, none, no_normalize, MatMulOp::infer, MatMulOp::flops},
- {OpKind::Gemm, "Gemm", "Gemm", 2, 3, gemm_attrs, GemmOp::normalize, GemmOp::infer, GemmOp::flops},
+ {OpKind::Conv2D, "Conv2D", "Conv", 2, 3, conv_attrs, ConvOp::normalize, ConvOp::infer, ConvOp::flops, head},
+ {OpKind::MatMul, "MatMul", "MatMul", 2, 2, none, no_normalize, MatMulOp::infer, MatMulOp::flops, head},
+ {OpKind::Gemm, "Gemm", "Gemm", 2, 3, gemm_attrs, GemmOp::normalize, GemmOp::infer, GemmOp::flops, head},
  {OpKind::Add, "Add", "Add", 2, 2, none, no_normalize, BinaryOp::infer, elementwise_flops, ew_comm},
  {OpKind::Sub, "Sub", "Sub", 2, 2, none, no_normalize, BinaryOp::infer, elementwise_flops, ew},
  {OpKind::Mul, "Mul", "Mul", 2, 2, none, no_normalize, BinaryOp::infer, elementwise_flops, ew_comm},
@@ -116,7 +124,7 @@ inline constexpr std::array<OpTraits, op_kind_count> op_table{{
  {OpKind::MaxPool, "MaxPool", "MaxPool", 1, 1, maxpool_attrs, PoolOp::normalize, PoolOp::infer, PoolOp::flops},
  {OpKind::AveragePool, "AveragePool", "AveragePool", 1, 1, avgpool_attrs, PoolOp::normalize_average, PoolOp::infer, PoolOp::flops},
  {OpKind::GlobalAveragePool, "GlobalAveragePool", "GlobalAveragePool", 1, 1, none, no_normalize, GlobalAveragePoolOp::infer, GlobalAveragePoolOp::flops},
- {OpKind::BatchNormalization, "BatchNormalization", "BatchNormalization", 5, 5, epsilon_attrs, BatchNormOp::normalize, BatchNormOp::infer, BatchNormOp::flops, op_flag_none, 1u << 4},
+ {OpKind::BatchNormalization, "BatchNormalization", "BatchNormalization", 5, 5, epsilon_attrs, BatchNormOp::normalize, BatchNormOp::infer, BatchNormOp::flops, op_flag_fusion_tail, 1u << 4},
  {OpKind::LayerNormalization, "LayerNormalization", "LayerNormalization", 2, 3, layernorm_attrs, LayerNormOp::normalize, LayerNormOp::infer, LayerNormOp::flops},
  {OpKind::Concat, "Concat", "Concat", 1, -1, concat_attrs, ConcatOp::normalize, ConcatOp::infer, no_flops},
  {OpKind::Split, "Split", "Split", 1, 1, split_attrs, SplitOp::normalize, SplitOp::infer, no_flops},

@@ -35,8 +35,10 @@
 /// convolution's stride, wasting cache lines (im2col_stride_passes more per step of
 /// stride), with a fixed cost per matrix row (g x K rows: im2col_row_ns). A depthwise
 /// convolution (group == C_in == C_out) runs this way too, one GEMM with M = 1 per
-/// channel: at level basic MLAS has no dedicated depthwise kernel on x86 (ORT's NCHWc
-/// depthwise kernel comes with the layout transformer of level `all`). im2col elements
+/// channel: MLAS's MlasConvPrepare picks a direct depthwise kernel only on WebAssembly,
+/// and ORT's NCHWc depthwise kernel needs the layout transformer of level `all`. The
+/// calibration agrees: depthwise convolutions cost what C one-row GEMMs and their rows
+/// cost, and merging pairs of channels makes them 0-50% slower. im2col elements
 /// and rows do not change when groups merge, so merges stay monotone. A 1x1 convolution
 /// enlarged to 3x3 pays 9x the FLOPs and the im2col pass it did not have. A fused
 /// activation costs activation_passes over the output: at level basic ORT runs it as its
@@ -107,21 +109,25 @@ struct DeviceSpec {
 /// 494.7 TFLOP/s; the datasheet's 989 is with sparsity); memory, launch and efficiency as
 /// their fp32 rows. V100 has no TF32.
 ///
-/// `cpu` is one core of this build machine as ONNX Runtime 1.30 runs models at level
-/// basic with one thread (how the end-to-end guard times them). peak_gflops is the Eigen
-/// sgemm speed bench/exec_bench measured here; every other number was fitted by
-/// rlflow_calibrate_cpu (tools/calibrate_cpu.cpp) to the ort backend's times of 490 op
-/// signatures from ResNet-18, ResNeXt-50, SqueezeNet, Inception-v3, MobileNet-v2,
-/// ShuffleNet-v2, EfficientNet-B0 and a 12-layer transformer and their rewrites, on this
-/// 2-core AMD EPYC build machine while it was compiling (load average 2.3): median
-/// absolute error 9% on convolutions, rms log error 0.33 over all ops.
+/// `cpu` is one core of this build machine (a 2-core AMD EPYC VM, AVX-512) as ONNX
+/// Runtime 1.30 runs models at level basic with one thread, how the end-to-end guard
+/// times them. Every number but peak_efficiency (1: peak_gflops is then the rate of a
+/// large GEMM, MLAS's 179 GFLOP/s against the 157 Eigen's sgemm reached in
+/// bench/exec_bench) was fitted by rlflow_calibrate_cpu (tools/calibrate_cpu.cpp, the
+/// command in its header) to 518 op signatures of ResNet-18, ResNeXt-50, SqueezeNet 1.1,
+/// Inception-v3, MobileNet-v2, ShuffleNet-v2, EfficientNet-B0 and a 12-layer transformer
+/// and of their rewrites, each the least of 3 medians of the ort backend. The machine was
+/// compiling meanwhile (load average 2.3-3.1), so the fit is provisional: median
+/// absolute error 7% on dense, 1x1 and depthwise convolutions, 10% on grouped ones, 7-9%
+/// on MatMul and Gemm, 10% over all ops; rms log error 0.29, most of it ORT's
+/// element-by-element Pad and Pow (5-40x their bytes), which no rewrite makes.
 inline constexpr std::array<DeviceSpec, 6> device_presets{{
     {"v100", 15700.0, 900.0, 5.0, 64.0, 0.75},
     {"a100", 19500.0, 1555.0, 4.0, 64.0, 0.75},
     {"h100", 67000.0, 3350.0, 3.0, 96.0, 0.7},
     {"a100-tf32", 156000.0, 1555.0, 4.0, 64.0, 0.75},
     {"h100-tf32", 494700.0, 3350.0, 3.0, 96.0, 0.7},
-    {"cpu", 157.0, 46.8, 3.52, 6.39, 1.08, {true, 0.0514, 1.22, 1.76, 2.74, 14.5, 4.19, 2.64, 66.9}},
+    {"cpu", 179.1, 47.6, 3.3, 6.17, 1.0, {true, 0.0498, 1.19, 1.64, 2.42, 16.6, 3.24, 6.02, 60.6}},
 }};
 
 /// The preset named `name`, if any.
@@ -227,7 +233,8 @@ public:
         const auto gemm = detail::gemm_shape(op);
         const double compute_s = flops / (m_device.peak_gflops * giga * efficiency(gemm));
         const double memory_s = memory_seconds(op_bytes(traits, op.inputs, op.outputs));
-        const double lowering_s = memory_seconds(lowering_bytes(op, gemm)) + lowering_rows(gemm) * m_device.lowering.im2col_row_ns / giga;
+        const double rows_s = lowering_rows(gemm) * m_device.lowering.im2col_row_ns / giga;
+        const double lowering_s = memory_seconds(lowering_bytes(op, gemm)) + rows_s;
         return (std::max(compute_s, memory_s) + lowering_s) * ms_per_s + m_device.launch_us / us_per_ms;
     }
 

@@ -26,6 +26,10 @@ struct OpSignature {
     std::span<const TensorType> inputs;
     std::span<const TensorType> outputs;
     std::span<const char> constant_inputs = {};
+    /// When not null, input `producer_slot` is the output of this op (its only use): the
+    /// pair is priced together, as a runtime that fuses the two runs it.
+    const OpSignature* producer = nullptr;
+    std::uint32_t producer_slot = 0;
 
     /// Whether input `i` is known before the model runs.
     [[nodiscard]] bool constant_input(std::size_t i) const noexcept {
@@ -44,6 +48,13 @@ concept CostBackend = requires(B& backend, const B& const_backend, const OpSigna
 template <class B>
 inline constexpr bool is_cost_backend_v = CostBackend<B>;
 
+/// A backend whose runtime may run an op together with the op producing its input (ONNX
+/// Runtime fuses MatMul + Add into Gemm, Conv + Add or BatchNorm into Conv, at some
+/// levels Conv + activation): CostModel prices such a consumer by what it adds to its
+/// producer, price(producer + consumer) - price(producer), measured, not assumed.
+template <class B>
+concept ContextCostBackend = CostBackend<B> && B::prices_in_context;
+
 /// A backend that prices many ops in one call (one round trip to a measuring process);
 /// CostModel batches the signatures of a new graph through it.
 template <class B>
@@ -61,6 +72,8 @@ concept BatchCostBackend = CostBackend<B> && requires(B& backend, std::span<cons
         for (const TensorType& t : types) rlflow::detail::encode_type(w, t);
     }
     for (std::size_t i = 0; i < op.inputs.size(); ++i) w.u64(op.constant_input(i) ? 1 : 0);
+    w.u64(op.producer ? op.producer_slot + 1 : 0);
+    if (op.producer) w.str(signature_key(*op.producer));
     w.u64(op.attributes.size());
     for (const auto& [name, value] : op.attributes) {
         w.str(name);

@@ -13,12 +13,15 @@
 #include <rlflow/cost/cost_backend.hpp>
 
 #include <algorithm>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace rlflow::cost {
@@ -51,8 +54,39 @@ public:
     [[nodiscard]] double node_cost(const Graph& g, const Node& n, std::span<const char> constant = {}) {
         if (n.traits().has(op_flag_source)) return 0.0;
         const Signature s(g, n, constant);
+        if constexpr (ContextCostBackend<Backend>) {
+            if (const auto head = fusion_head(g, n, constant)) {
+                const Signature producer(g, g.node(head->node), constant);
+                const OpSignature alone = producer.view();
+                OpSignature pair = s.view();
+                pair.producer = &alone;
+                pair.producer_slot = head->slot;
+                return std::max(op_cost(pair) - op_cost(alone), 0.0);
+            }
+        }
         return op_cost(s.view());
     }
+    /// Where a runtime may fuse `n` into the kernel before it: the first runtime input of a
+    /// fusion tail that a fusion head produces as its only output, read by `n` alone and
+    /// not a graph output. Only context-pricing backends ask.
+    struct FusionHead {
+        NodeId node;
+        std::uint32_t slot = 0;
+    };
+    [[nodiscard]] static std::optional<FusionHead> fusion_head(const Graph& g, const Node& n, std::span<const char> constant) {
+        if (!n.traits().has(op_flag_fusion_tail)) return std::nullopt;
+        for (std::uint32_t i = 0; i < n.inputs.size(); ++i) {
+            const TensorRef in = n.inputs[i];
+            if (!in.present() || (!constant.empty() && constant[in.node.value])) continue;
+            const Node& p = g.node(in.node);
+            if (p.traits().has(op_flag_fusion_head) && p.outputs.size() == 1 && p.outputs[0].uses.size() == 1
+                && !g.is_graph_output(in))
+                return FusionHead{p.id, i};
+            return std::nullopt;  // the first runtime input decides
+        }
+        return std::nullopt;
+    }
+
     /// Milliseconds of one inference: the sum over op nodes, weight-only ones excluded.
     [[nodiscard]] double graph_cost(const Graph& g) {
         const std::vector<char> precomputed = weight_only_nodes(g);
@@ -67,20 +101,35 @@ public:
     /// otherwise does nothing, and ops are priced one by one as they are asked for.
     void prefetch(const Graph& g, std::span<const char> constant) {
         if constexpr (BatchCostBackend<Backend>) {
-            std::vector<Signature> missing;
+            std::deque<Signature> storage;
+            std::deque<OpSignature> views;  // stable addresses: a pair's producer points into them
+            std::vector<OpSignature> missing;
             std::vector<std::string> keys;
+            std::unordered_set<std::string> seen;
+            const auto want = [&](const OpSignature& op) {
+                std::string key = signature_key(op);
+                if (m_cache.contains(key) || !seen.insert(key).second) return;
+                keys.push_back(std::move(key));
+                missing.push_back(op);
+            };
             for (const Node& n : g.nodes()) {
                 if (n.traits().has(op_flag_source) || (!constant.empty() && constant[n.id.value])) continue;
-                Signature s(g, n, constant);
-                std::string key = signature_key(s.view());
-                if (m_cache.contains(key) || std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
-                keys.push_back(std::move(key));
-                missing.push_back(std::move(s));
+                const OpSignature& own = views.emplace_back(storage.emplace_back(g, n, constant).view());
+                if constexpr (ContextCostBackend<Backend>) {
+                    if (const auto head = fusion_head(g, n, constant)) {
+                        const OpSignature& alone = views.emplace_back(storage.emplace_back(g, g.node(head->node), constant).view());
+                        OpSignature pair = own;
+                        pair.producer = &alone;
+                        pair.producer_slot = head->slot;
+                        want(alone);
+                        want(pair);
+                        continue;
+                    }
+                }
+                want(own);
             }
             if (missing.empty()) return;
-            std::vector<OpSignature> views;
-            for (const Signature& s : missing) views.push_back(s.view());
-            const std::vector<double> costs = m_backend.op_costs_ms(std::span<const OpSignature>(views));
+            const std::vector<double> costs = m_backend.op_costs_ms(std::span<const OpSignature>(missing));
             for (std::size_t i = 0; i < keys.size(); ++i) m_cache.emplace(std::move(keys[i]), costs.at(i));
         }
     }

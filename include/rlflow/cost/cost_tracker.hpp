@@ -55,7 +55,8 @@ public:
             if (m_tracked[id.value]) untrack(id);
             m_constant[id.value] = weight_only(n);
             track(graph, n);
-            if (was == m_constant[id.value]) continue;
+            // A fusion head's consumers may be priced in its context (ContextCostBackend).
+            if (was == m_constant[id.value] && !n.traits().has(op_flag_fusion_head)) continue;
             // Consumers are priced again: whether an input is known before the model runs is
             // part of their signature (and may change their own status).
             for (const auto& out : n.outputs)

@@ -115,21 +115,22 @@ enum class FedInputs : std::uint8_t {
     runtime,
 };
 
-/// A graph of `op` alone: input i is "input_i", a Weight with random data under `seed`
-/// or (when `fed` says so) a graph input, absent when its type is undefined; every output
-/// a graph output. Throws shape_error when the signature's outputs are not what `op`
-/// computes from its inputs.
-[[nodiscard]] inline Graph single_op_graph(const OpSignature& op, std::uint64_t seed, FedInputs fed = FedInputs::none) {
+/// Adds the node `op` describes to `g`, with its inputs as `fed` says (named with
+/// `prefix`): input i is "<prefix>input_i", a Weight (data filled later) or a graph
+/// input, absent when its type is undefined, or, at `op.producer_slot`, the output of the
+/// producer's node, added the same way first. Throws shape_error when a signature's
+/// outputs are not what its op computes from its inputs.
+inline NodeId add_signature_node(Graph& g, const OpSignature& op, FedInputs fed, const std::string& prefix) {
     expect_static_shapes(op);
-    Graph g;
     std::vector<TensorRef> inputs;
     for (std::size_t i = 0; i < op.inputs.size(); ++i) {
-        const std::string name = "input_" + std::to_string(i);
-        if (op.inputs[i].dtype == DType::Undefined) inputs.push_back(TensorRef{});
+        const std::string name = prefix + "input_" + std::to_string(i);
+        if (op.producer && i == op.producer_slot) inputs.push_back(TensorRef{add_signature_node(g, *op.producer, fed, prefix + "producer_")});
+        else if (op.inputs[i].dtype == DType::Undefined) inputs.push_back(TensorRef{});
         else if (fed == FedInputs::runtime && !op.constant_input(i)) inputs.push_back(TensorRef{g.add_input(name, op.inputs[i])});
         else inputs.push_back(TensorRef{g.add_weight(name, op.inputs[i])});
     }
-    const NodeId id = g.add_node(op.op, std::move(inputs), op.attributes, "profiled");
+    const NodeId id = g.add_node(op.op, std::move(inputs), op.attributes, prefix + "profiled");
     const Node& n = g.node(id);
     RLFLOW_EXPECTS(n.outputs.size() == op.outputs.size(), shape_error,
                    n.describe() + ": the signature lists " + std::to_string(op.outputs.size()) + " outputs, the op has "
@@ -138,6 +139,14 @@ enum class FedInputs : std::uint8_t {
         RLFLOW_EXPECTS(n.outputs[i].type == op.outputs[i], shape_error,
                        n.describe() + ": the signature says output " + std::to_string(i) + " is "
                            + op.outputs[i].to_string() + ", the op computes " + n.outputs[i].type.to_string());
+    return id;
+}
+
+/// A graph of `op` alone (with its producer, when the signature has one), inputs as `fed`
+/// says, weights with random data under `seed`, every output of `op` a graph output.
+[[nodiscard]] inline Graph single_op_graph(const OpSignature& op, std::uint64_t seed, FedInputs fed = FedInputs::none) {
+    Graph g;
+    const NodeId id = add_signature_node(g, op, fed, "");
     for (std::uint32_t i = 0; i < op.outputs.size(); ++i) g.add_output({id, i});
     exec::fill_random_weights(g, seed);
     return g;

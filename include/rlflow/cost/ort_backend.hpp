@@ -18,6 +18,12 @@
 /// model, a chain of convolutions converts once at its ends. A price is never below
 /// `min_op_ms`.
 ///
+/// ORT runs some ops inside the kernel before them (MatMul + Add as Gemm, Conv + Add, Mul
+/// or BatchNormalization, and from level extended Conv + activation): a fusion tail read
+/// from a fusion head (op_flag_fusion_tail, op_flag_fusion_head) is priced in context by
+/// CostModel, as price(head + tail) - price(head), each measured as a model, so what ORT
+/// fuses at the chosen level costs nothing extra and what it does not costs its kernel.
+///
 /// CostModel batches a new graph's signatures into one request, and caches prices under
 /// name(), which holds the ORT version and the settings (level, threads), so a cost
 /// cache file never mixes prices measured differently.
@@ -87,7 +93,9 @@ private:
 };
 
 /// Whether ORT can time `op` alone: a core op whose tensors are float32.
-[[nodiscard]] inline bool runs_alone_in_ort(const OpSignature& op) { return runs_on_executor(op); }
+[[nodiscard]] inline bool runs_alone_in_ort(const OpSignature& op) {
+    return runs_on_executor(op) && (!op.producer || runs_on_executor(*op.producer));
+}
 
 }  // namespace detail
 
@@ -95,6 +103,9 @@ private:
 /// (throws precondition_error with an install hint when ONNX Runtime is missing).
 class OrtBackend {
 public:
+    /// ORT fuses some ops into the kernel before them: price them in context.
+    static constexpr bool prices_in_context = true;
+
     explicit OrtBackend(OrtBackendOptions options = {})
         : m_options(std::move(options)),
           m_worker(std::make_unique<OrtWorker>(m_options.worker)),
@@ -172,8 +183,7 @@ private:
     }
 
     [[nodiscard]] std::filesystem::path write_model(const OpSignature& op) {
-        Graph g = detail::single_op_graph(op, m_options.seed, detail::FedInputs::runtime);
-        exec::fill_random_weights(g, m_options.seed);
+        const Graph g = detail::single_op_graph(op, m_options.seed, detail::FedInputs::runtime);
         const std::filesystem::path file = m_scratch->path() / ("op_" + std::to_string(m_written++) + ".onnx");
         save(g, file);
         return file;

@@ -161,22 +161,28 @@ namespace detail {
 
 /// Times the input and `candidates` with `timer` at each of `levels` and decides.
 /// `timer(files, level)` returns each file's runs in round order, interleaved; the files
-/// are written under `scratch` and removed afterwards.
+/// are written under `scratch` and removed afterwards. When the input came from an ONNX
+/// file, `input_file` names it and it is timed as it is: the candidates must beat the
+/// model the user has, not rlflow's export of it.
 template <class Timer>
 [[nodiscard]] GuardDecision run_guard(const Graph& input, const std::vector<const Graph*>& candidates,
                                       const std::vector<std::string>& levels, const std::filesystem::path& scratch,
-                                      Timer&& timer, const GuardOptions& options = {}) {
+                                      Timer&& timer, const GuardOptions& options = {},
+                                      const std::optional<std::filesystem::path>& input_file = std::nullopt) {
     if (candidates.empty()) return decide({}, 0, options);
     std::vector<std::filesystem::path> files;
+    std::vector<std::filesystem::path> written;
     const auto write = [&](const Graph& g) {
-        files.push_back(scratch / ("guard_" + std::to_string(files.size()) + ".onnx"));
+        written.push_back(scratch / ("guard_" + std::to_string(files.size()) + ".onnx"));
+        files.push_back(written.back());
         onnx_io::save_onnx(g, files.back());
     };
-    write(input);
+    if (input_file) files.push_back(*input_file);
+    else write(input);
     for (const Graph* g : candidates) write(*g);
     std::vector<LevelTimings> timings;
     for (const std::string& level : levels) timings.push_back({level, timer(files, level)});
-    for (const auto& f : files) {
+    for (const auto& f : written) {
         std::error_code ignored;
         std::filesystem::remove(f, ignored);
     }
