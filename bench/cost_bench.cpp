@@ -26,12 +26,16 @@ std::size_t priced_nodes(const Graph& g) {
     return n;
 }
 
+/// Marks the benchmark as an error when ONNX Runtime is not installed; true if so.
+bool ort_missing(benchmark::State& state) {
+    const auto why = cost::ort_unavailable_reason();
+    if (why) state.SkipWithError(why->c_str());
+    return why.has_value();
+}
+
 /// Every signature measured afresh: a new CostModel (empty cache) each iteration.
 void ort_cold(benchmark::State& state, const std::string& model) {
-    if (const auto why = cost::ort_unavailable_reason()) {
-        state.SkipWithError(why->c_str());
-        return;
-    }
+    if (ort_missing(state)) return;
     const Graph g = models::build_zoo_model(model);
     cost::OrtBackendOptions options;
     options.runs = 5;
@@ -50,10 +54,7 @@ void ort_cold(benchmark::State& state, const std::string& model) {
 
 /// The same graph priced again: every op from the cache.
 void ort_cached(benchmark::State& state, const std::string& model) {
-    if (const auto why = cost::ort_unavailable_reason()) {
-        state.SkipWithError(why->c_str());
-        return;
-    }
+    if (ort_missing(state)) return;
     const Graph g = models::build_zoo_model(model);
     cost::OrtBackendOptions options;
     options.runs = 5;
