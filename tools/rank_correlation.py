@@ -23,7 +23,9 @@
    ORT's latency, and the median absolute percentage error (MdAPE) of the prediction.
    What a search needs is the ranking of rewrites *of one model*: rho over all variants
    of all models is high merely because big models are slow, so the median of the
-   within-model rhos is the figure to read. Writes WORK/rank_correlation.tsv (one line per
+   within-model rhos is the figure to read, next to each model's spread (slowest variant
+   over fastest) and repeat (the export timed twice in the same rounds: the noise
+   floor); where the spread is within the noise, no backend can rank. Writes WORK/rank_correlation.tsv (one line per
    variant) and WORK/rank_correlation.json (the summary).
 
 With --table TSV, steps 1-3 are skipped and the report is made from a table written
@@ -147,8 +149,13 @@ def time_in_ort(variants, args):
     for model in sorted({v["model"] for v in variants}):
         group = [v for v in variants if v["model"] == model]
         print(f"timing {len(group)} variants of {model}", file=sys.stderr, flush=True)
-        for v, ms in zip(group, worker.time([v["path"] for v in group], args.runs, args.warmup)):
+        # The export is timed twice (first and last in each round): how far apart two
+        # timings of one model fall is the noise floor the variants' spread is read against.
+        original = next(v for v in group if v["variant"] == "original")
+        times = worker.time([v["path"] for v in group] + [original["path"]], args.runs, args.warmup)
+        for v, ms in zip(group, times):
             v["ort_ms"] = ms
+            v["ort_ms_repeat"] = times[-1] if v is original else float("nan")
         if not args.keep:
             for v in group:
                 os.remove(v["path"])
@@ -199,6 +206,12 @@ def summarise(variants):
         return row
 
     models = {m: figures([v for v in variants if v["model"] == m]) for m in sorted({v["model"] for v in variants})}
+    for m, row in models.items():
+        group = [v for v in variants if v["model"] == m]
+        truth = [v["ort_ms"] for v in group]
+        row["spread"] = (max(truth) / min(truth) - 1) * 100
+        repeat = [abs(v["ort_ms_repeat"] / v["ort_ms"] - 1) * 100 for v in group if v.get("ort_ms_repeat", float("nan")) == v.get("ort_ms_repeat")]
+        row["repeat"] = repeat[0] if repeat else float("nan")
     summary = {"models": models, "overall": figures(variants), "median_within_model_rho": {}}
     for b in BACKENDS:
         rhos = [row[f"rho_{b}"] for row in models.values() if row[f"rho_{b}"] == row[f"rho_{b}"]]
@@ -213,7 +226,7 @@ def write_atomically(path, text):
     os.replace(out.name, path)
 
 
-TSV_COLUMNS = ["model", "variant", "profiler", "analytic", "ort_ops", "ort_ms"]
+TSV_COLUMNS = ["model", "variant", "profiler", "analytic", "ort_ops", "ort_ms", "ort_ms_repeat"]
 
 
 def read_table(path):
@@ -226,10 +239,14 @@ def read_table(path):
 def print_report(summary, variants):
     header = f"{'model':<26}{'variants':>9}" + "".join(f"{'rho ' + b:>14}" for b in BACKENDS) + "".join(
         f"{'MdAPE ' + b:>16}" for b in BACKENDS)
-    print(header)
+    print(header + f"{'spread':>9}{'repeat':>9}")
     for name, row in list(summary["models"].items()) + [("all (pooled)", summary["overall"])]:
         print(f"{name:<26}{row['variants']:>9}" + "".join(f"{row['rho_' + b]:>14.3f}" for b in BACKENDS)
-              + "".join(f"{row['mdape_' + b]:>15.1f}%" for b in BACKENDS))
+              + "".join(f"{row['mdape_' + b]:>15.1f}%" for b in BACKENDS)
+              + (f"{row['spread']:>8.1f}%{row['repeat']:>8.1f}%" if "spread" in row else ""))
+    print("spread: how much slower the slowest variant of a model ran than its fastest; repeat: how far the"
+          " export's two timings in the same rounds fell apart (the noise floor). Where the spread is near"
+          " the noise, a within-model rho measures the noise, not the backend.")
     print(f"{'median within-model rho':<35}" + "".join(f"{summary['median_within_model_rho'][b]:>14.3f}" for b in BACKENDS))
     if len(variants) < MIN_VARIANTS or len(summary["models"]) < MIN_MODELS:
         print(f"warning: fewer than {MIN_VARIANTS} variants or {MIN_MODELS} models", file=sys.stderr)

@@ -110,6 +110,50 @@ TEST_CASE("the cost model caches by signature and does not charge for weight-onl
     CHECK(analytic.graph_cost(weights) == doctest::Approx(matmul_only));
 }
 
+TEST_CASE("small constant inputs are priced by their values, and the one-node graph holds them") {
+    // Pow(x, 2) and Pow(x, 3) differ only in the exponent's value; ONNX Runtime squares the
+    // first and calls powf for the second, so they must not share a price.
+    const auto pow_graph = [](float exponent) {
+        Graph g;
+        const NodeId x = g.add_input("x", f32({128, 768}));
+        const NodeId e = g.add_constant("e", Tensor::from_floats({}, {exponent}));
+        g.add_output({g.add_node(OpKind::Pow, {{x, 0}, {e, 0}}), 0});
+        return g;
+    };
+    /// Records the exponent each one-node graph is built with.
+    struct ValueRecorder {
+        std::vector<float> exponents;
+        double op_cost_ms(const cost::OpSignature& op) {
+            const Graph one = cost::detail::single_op_graph(op, 7, cost::detail::FedInputs::runtime);
+            for (const Node& n : one.nodes())
+                if (n.op == OpKind::Weight) exponents.push_back(n.data->floats()[0]);
+            return 1.0;
+        }
+        [[nodiscard]] std::string name() const { return "value-recorder"; }
+    };
+    CostModel<ValueRecorder> model;
+    const Graph square = pow_graph(2.0f);
+    const Graph cube = pow_graph(3.0f);
+    CHECK(model.graph_cost(square) == 1.0);
+    CHECK(model.graph_cost(cube) == 1.0);
+    CHECK(model.graph_cost(pow_graph(2.0f)) == 1.0);
+    CHECK(model.cache_size() == 2);  // the second square comes from the cache
+    CHECK(model.backend().exponents == std::vector<float>{2.0f, 3.0f});
+
+    // Large constants (weights) are not part of the key: their values do not pick kernels.
+    const auto add_graph = [](float value) {
+        Graph g;
+        const NodeId x = g.add_input("x", f32({4, 32}));
+        const NodeId w = g.add_weight("w", f32({32}), std::make_shared<const Tensor>(Tensor::from_floats({32}, std::vector<float>(32, value))));
+        g.add_output({g.add_node(OpKind::Add, {{x, 0}, {w, 0}}), 0});
+        return g;
+    };
+    CostModel<CountingBackend> counting;
+    (void)counting.graph_cost(add_graph(1.0f));
+    (void)counting.graph_cost(add_graph(2.0f));
+    CHECK(counting.backend().calls == 1);
+}
+
 TEST_CASE("ops computed from a weight without data, a run-time input, are priced in full") {
     // y = x @ (W * s): with W fed at run time, W * s runs on every inference.
     Graph g;

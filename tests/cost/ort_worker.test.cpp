@@ -146,6 +146,25 @@ TEST_CASE("the real worker times a model, and the ort backend's name and cache k
     CHECK(name.find(":basic:t1") != std::string::npos);
     CHECK(cost::OrtBackend(all).name().find(":all:t1") != std::string::npos);
     CHECK(cost::OrtBackend(two).name().find(":basic:t2") != std::string::npos);
+    cost::OrtBackendOptions fused = one;
+    fused.fused_conv_microsoft = true;
+    cost::CostModel<cost::OrtBackend> fused_model{cost::OrtBackend(fused)};
+    CHECK(fused_model.name().find(":basic:t1:fusedconv") != std::string::npos);
+    CHECK(basic_t1.name().find("fusedconv") == std::string::npos);
+
+    // A fused Conv + Relu written as com.microsoft.FusedConv runs in ORT: a price, not the
+    // bytes fallback.
+    Graph conv;
+    const NodeId image = conv.add_input("x", TensorType{DType::Float32, Shape{1, 8, 16, 16}});
+    const NodeId kernel = conv.add_weight("w", TensorType{DType::Float32, Shape{8, 8, 3, 3}},
+                                          std::make_shared<const Tensor>(Shape{8, 8, 3, 3}));
+    conv.add_output({conv.add_node(OpKind::Conv2D, {{image, 0}, {kernel, 0}},
+                                   {{"kernel_shape", std::vector<std::int64_t>{3, 3}},
+                                    {"pads", std::vector<std::int64_t>{1, 1, 1, 1}},
+                                    {"activation", std::int64_t{1}}}),
+                     0});
+    CHECK(fused_model.graph_cost(conv) > 0);
+    CHECK(fused_model.backend().fallback_count() == 0);
 
     // A 256x256 float matrix product with a constant right operand: a real op.
     const Attributes none;

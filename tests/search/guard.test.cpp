@@ -9,6 +9,9 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
 #include <unistd.h>
 
 using namespace rlflow;
@@ -98,4 +101,41 @@ TEST_CASE("run_guard writes the input and candidates as ONNX and times them thro
     const search::GuardDecision chosen = search::run_guard(input, {&r.graph}, {"basic"}, scratch.path, faster_timer);
     REQUIRE(chosen.chosen.has_value());
     CHECK(*chosen.chosen == 0);
+}
+
+TEST_CASE("run_guard writes candidates as they will be written for the user") {
+    // The input runs Conv then Relu; the candidate has them fused. With --fused-conv-ms the
+    // user gets com.microsoft.FusedConv, so that is what must be timed.
+    const auto conv_graph = [](std::int64_t activation) {
+        Graph g;
+        const NodeId x = g.add_input("x", {DType::Float32, Shape{1, 4, 8, 8}});
+        const NodeId w = g.add_weight("w", {DType::Float32, Shape{4, 4, 3, 3}}, std::make_shared<const Tensor>(Shape{4, 4, 3, 3}));
+        const Attributes a{{"pads", std::vector<std::int64_t>{1, 1, 1, 1}}, {"activation", activation}};
+        NodeId y = g.add_node(OpKind::Conv2D, {{x, 0}, {w, 0}}, a, "conv");
+        if (activation == 0) y = g.add_node(OpKind::Relu, {{y, 0}}, {}, "relu");
+        g.add_output({y, 0}, "y");
+        return g;
+    };
+    const Graph input = conv_graph(0);
+    const Graph fused = conv_graph(1);
+    const auto holds = [](const std::filesystem::path& file, const std::string& text) {
+        std::ifstream in(file, std::ios::binary);
+        const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+        return bytes.find(text) != std::string::npos;
+    };
+    const Scratch scratch;
+    for (const bool microsoft : {false, true}) {
+        search::GuardOptions options;
+        options.written_as.fused_conv_microsoft = microsoft;
+        std::size_t calls = 0;
+        const auto timer = [&](const std::vector<std::filesystem::path>& files, const std::string&) {
+            ++calls;
+            REQUIRE(files.size() == 2);
+            CHECK_FALSE(holds(files[0], "FusedConv"));
+            CHECK(holds(files[1], "FusedConv") == microsoft);
+            return std::vector<std::vector<double>>{runs(5.0), runs(5.0, 21, 1)};
+        };
+        (void)search::run_guard(input, {&fused}, {"basic"}, scratch.path, timer, options);
+        CHECK(calls == 1);
+    }
 }

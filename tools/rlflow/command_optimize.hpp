@@ -256,6 +256,7 @@ inline GuardSettings guard_settings(const OptimizeOptions& o, bool cpu_target) {
     g.threads = o.ort_threads;
     g.candidates = o.guard_candidates;
     g.decision.rounds = o.guard_rounds;
+    g.decision.written_as = o.save;
     g.seed = o.seed;
     return g;
 }
@@ -341,6 +342,7 @@ inline void dispatch_optimize(const OptimizeOptions& o) {
         cost::OrtBackendOptions ort;
         ort.settings = {o.ort_level, o.ort_threads};
         ort.seed = o.seed;
+        ort.fused_conv_microsoft = o.save.fused_conv_microsoft;
         return optimize_with(o, cost::OrtBackend(ort), cpu_target(), true);
     }
     if (cost == "cudnn") {

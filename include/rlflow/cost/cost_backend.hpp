@@ -8,6 +8,7 @@
 #include <rlflow/core/canonical.hpp>
 #include <rlflow/core/op_kind.hpp>
 #include <rlflow/core/shape.hpp>
+#include <rlflow/core/tensor.hpp>
 
 #include <concepts>
 #include <span>
@@ -26,6 +27,11 @@ struct OpSignature {
     std::span<const TensorType> inputs;
     std::span<const TensorType> outputs;
     std::span<const char> constant_inputs = {};
+    /// The values of small constant inputs (at most max_signature_value_elements, read
+    /// from a Weight or Constant node), null where unknown or large. A runtime may choose
+    /// its kernel by them (ONNX Runtime squares for Pow(x, 2) and calls powf for any
+    /// other exponent), so they are part of the signature; large ones (weights) are not.
+    std::span<const Tensor* const> constant_values = {};
     /// When not null, input `producer_slot` is the output of this op (its only use): the
     /// pair is priced together, as a runtime that fuses the two runs it.
     const OpSignature* producer = nullptr;
@@ -35,7 +41,14 @@ struct OpSignature {
     [[nodiscard]] bool constant_input(std::size_t i) const noexcept {
         return i < constant_inputs.size() && constant_inputs[i] != 0;
     }
+    /// The value of input `i` when the signature holds it, else null.
+    [[nodiscard]] const Tensor* constant_value(std::size_t i) const noexcept {
+        return i < constant_values.size() ? constant_values[i] : nullptr;
+    }
 };
+
+/// The most elements a constant input may have for its value to be in a signature.
+inline constexpr std::int64_t max_signature_value_elements = 16;
 
 /// A backend prices ops in milliseconds. `name()` identifies it and its settings (it keys
 /// persistent caches, so two backends that price differently must have different names).
@@ -62,8 +75,8 @@ concept BatchCostBackend = CostBackend<B> && requires(B& backend, std::span<cons
     { backend.op_costs_ms(ops) } -> std::convertible_to<std::vector<double>>;
 };
 
-/// The bytes that identify a signature for caching: op, attributes, types and which
-/// inputs are constant.
+/// The bytes that identify a signature for caching: op, attributes, types, which inputs
+/// are constant and the values of small constants.
 [[nodiscard]] inline std::string signature_key(const OpSignature& op) {
     rlflow::detail::ByteWriter w;
     w.u64(static_cast<std::uint64_t>(op.op));
@@ -71,7 +84,11 @@ concept BatchCostBackend = CostBackend<B> && requires(B& backend, std::span<cons
         w.u64(types.size());
         for (const TensorType& t : types) rlflow::detail::encode_type(w, t);
     }
-    for (std::size_t i = 0; i < op.inputs.size(); ++i) w.u64(op.constant_input(i) ? 1 : 0);
+    for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+        const Tensor* value = op.constant_value(i);
+        w.u64(value ? 2 : op.constant_input(i) ? 1 : 0);
+        if (value) w.str(std::string_view(reinterpret_cast<const char*>(value->raw().data()), value->raw().size()));
+    }
     w.u64(op.producer ? op.producer_slot + 1 : 0);
     if (op.producer) w.str(signature_key(*op.producer));
     w.u64(op.attributes.size());

@@ -31,7 +31,7 @@ template <CostBackend Backend>
 class CostModel {
 public:
     /// The version of the cache file format.
-    static constexpr std::uint64_t cache_version = 2;
+    static constexpr std::uint64_t cache_version = 3;
 
     explicit CostModel(Backend backend = Backend{}) : m_backend(std::move(backend)) {}
 
@@ -171,15 +171,22 @@ private:
             outputs.reserve(n.outputs.size());
             for (const auto& o : n.outputs) outputs.push_back(o.type);
             if (constant.empty()) return;
-            for (const TensorRef& in : n.inputs) constant_inputs.push_back(in.present() && constant[in.node.value] ? 1 : 0);
+            for (const TensorRef& in : n.inputs) {
+                const bool known = in.present() && constant[in.node.value];
+                constant_inputs.push_back(known ? 1 : 0);
+                const Node* source = known ? &g.node(in.node) : nullptr;
+                const bool small = source && source->data && source->data->numel() <= max_signature_value_elements;
+                constant_values.push_back(small ? source->data.get() : nullptr);
+            }
         }
         [[nodiscard]] OpSignature view() const {
-            return OpSignature{node->op, node->attributes, inputs, outputs, constant_inputs};
+            return OpSignature{node->op, node->attributes, inputs, outputs, constant_inputs, constant_values};
         }
         const Node* node;
         std::vector<TensorType> inputs;
         std::vector<TensorType> outputs;
         std::vector<char> constant_inputs;
+        std::vector<const Tensor*> constant_values;
     };
 
     static constexpr std::string_view cache_magic = "rlflow-cost-cache";

@@ -116,9 +116,9 @@ enum class FedInputs : std::uint8_t {
 };
 
 /// Adds the node `op` describes to `g`, with its inputs as `fed` says (named with
-/// `prefix`): input i is "<prefix>input_i", a Weight (data filled later) or a graph
-/// input, absent when its type is undefined, or, at `op.producer_slot`, the output of the
-/// producer's node, added the same way first. Throws shape_error when a signature's
+/// `prefix`): input i is "<prefix>input_i", a Weight (holding the signature's value of
+/// it, else data filled later) or a graph input, absent when its type is undefined, or, at
+/// `op.producer_slot`, the output of the producer's node, added the same way first. Throws shape_error when a signature's
 /// outputs are not what its op computes from its inputs.
 inline NodeId add_signature_node(Graph& g, const OpSignature& op, FedInputs fed, const std::string& prefix) {
     expect_static_shapes(op);
@@ -128,6 +128,7 @@ inline NodeId add_signature_node(Graph& g, const OpSignature& op, FedInputs fed,
         if (op.producer && i == op.producer_slot) inputs.push_back(TensorRef{add_signature_node(g, *op.producer, fed, prefix + "producer_")});
         else if (op.inputs[i].dtype == DType::Undefined) inputs.push_back(TensorRef{});
         else if (fed == FedInputs::runtime && !op.constant_input(i)) inputs.push_back(TensorRef{g.add_input(name, op.inputs[i])});
+        else if (const Tensor* value = op.constant_value(i)) inputs.push_back(TensorRef{g.add_weight(name, op.inputs[i], std::make_shared<const Tensor>(*value))});
         else inputs.push_back(TensorRef{g.add_weight(name, op.inputs[i])});
     }
     const NodeId id = g.add_node(op.op, std::move(inputs), op.attributes, prefix + "profiled");

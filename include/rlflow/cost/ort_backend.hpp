@@ -4,7 +4,8 @@
 /// model will run in (cost/ort_worker.hpp: one long-lived worker process).
 ///
 /// Each signature becomes a one-node ONNX model, written as the exporter writes the op
-/// in a whole model (a fused convolution is Conv + activation, a merged grouped
+/// in a whole model (a fused convolution is Conv + activation, or com.microsoft.FusedConv
+/// when the options say it is written so; a merged grouped
 /// convolution Concat + mask Mul + Conv, ...). Inputs that are known before the model runs
 /// (OpSignature::constant_inputs: weights and what is folded from them) are initializers
 /// with seeded random data, so ORT prepacks and reorders them at load time as it does in
@@ -64,6 +65,9 @@ struct OrtBackendOptions {
     std::filesystem::path scratch;
     /// Appended to name() when not empty: which machine measured.
     std::string machine;
+    /// Write fused convolutions as com.microsoft.FusedConv, as `optimize --fused-conv-ms`
+    /// writes them (part of the name: ORT runs the two forms differently at level basic).
+    bool fused_conv_microsoft = false;
     OrtWorkerOptions worker;
 };
 
@@ -115,9 +119,11 @@ public:
                        "OrtBackendOptions: warmup must be >= 0 and runs >= 1");
     }
 
-    /// "ort:<version>:<level>:t<threads>", then ":<machine>" when the options name one.
+    /// "ort:<version>:<level>:t<threads>", then ":fusedconv" when fused convolutions are
+    /// written as com.microsoft.FusedConv, then ":<machine>" when the options name one.
     [[nodiscard]] std::string name() const {
-        const std::string name = "ort:" + m_worker->version() + ":" + m_options.settings.tag();
+        std::string name = "ort:" + m_worker->version() + ":" + m_options.settings.tag();
+        if (m_options.fused_conv_microsoft) name += ":fusedconv";
         return m_options.machine.empty() ? name : name + ":" + m_options.machine;
     }
     [[nodiscard]] const OrtBackendOptions& options() const noexcept { return m_options; }
@@ -176,9 +182,10 @@ private:
         return ms;
     }
 
-    static void save(const Graph& g, const std::filesystem::path& file) {
+    void save(const Graph& g, const std::filesystem::path& file) const {
         onnx_io::ExportOptions options;
         options.check = false;  // one node of an exporter that is checked on whole models
+        options.fused_conv_microsoft = m_options.fused_conv_microsoft;
         onnx_io::save_onnx(g, file, options);
     }
 

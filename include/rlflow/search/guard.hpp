@@ -40,6 +40,8 @@ struct GuardOptions {
     double significance = 0.05;
     /// The least relative gain (and loss) that counts.
     double min_gain = 0.005;
+    /// How the candidates are written to be timed: as they will be written for the user.
+    onnx_io::ExportOptions written_as;
 };
 
 /// Runs of each model at one level, index 0 the input, in round order.
@@ -175,7 +177,7 @@ template <class Timer>
     const auto write = [&](const Graph& g) {
         written.push_back(scratch / ("guard_" + std::to_string(files.size()) + ".onnx"));
         files.push_back(written.back());
-        onnx_io::save_onnx(g, files.back());
+        onnx_io::save_onnx(g, files.back(), options.written_as);
     };
     if (input_file) files.push_back(*input_file);
     else write(input);
