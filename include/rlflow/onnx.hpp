@@ -4,5 +4,6 @@
 
 #include <rlflow/onnx/export.hpp>
 #include <rlflow/onnx/import.hpp>
+#include <rlflow/onnx/opsets.hpp>
 #include <rlflow/onnx/tensor_io.hpp>
 #include <rlflow/onnx/weights.hpp>

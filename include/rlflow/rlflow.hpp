@@ -11,3 +11,4 @@
 #include <rlflow/onnx.hpp>
 #include <rlflow/rewrite.hpp>
 #include <rlflow/search.hpp>
+#include <rlflow/synth.hpp>

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 
@@ -196,6 +197,7 @@ TEST_CASE("the cost cache file round-trips, and a corrupt or foreign one is neve
 
     CostModel<CountingBackend> warm;
     CHECK(warm.load_cache(path));
+    // Bit for bit: the file keeps each price's 8 bytes, and the same sum adds them up.
     CHECK(warm.graph_cost(g) == cost);
     CHECK(warm.backend().calls == 0);
 
@@ -224,6 +226,32 @@ TEST_CASE("the cost cache file round-trips, and a corrupt or foreign one is neve
     CHECK_FALSE(other.load_cache(path));
     CHECK_FALSE(other.load_cache(temp_file("rlflow_no_such_cache.bin")));
     std::filesystem::remove(path);
+}
+
+TEST_CASE("equal caches save to identical files, whatever order their entries were priced in") {
+    // The file lists entries in key order, not in the hash map's order (which depends on
+    // the standard library's std::hash and on the order of insertion).
+    const Graph first = models::build_zoo_model("squeezenet1_1");
+    const Graph second = models::build_zoo_model("resnet18");
+    CostModel<CountingBackend> forward, backward;
+    (void)forward.graph_cost(first);
+    (void)forward.graph_cost(second);
+    (void)backward.graph_cost(second);
+    (void)backward.graph_cost(first);
+    REQUIRE(forward.cache_size() == backward.cache_size());
+    const auto forward_path = temp_file("rlflow_cost_cache_forward.bin");
+    const auto backward_path = temp_file("rlflow_cost_cache_backward.bin");
+    forward.save_cache(forward_path);
+    backward.save_cache(backward_path);
+    const auto read = [](const std::filesystem::path& path) {
+        std::ifstream in(path, std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    };
+    const std::string forward_bytes = read(forward_path);
+    CHECK(forward_bytes.size() > 100);
+    CHECK(forward_bytes == read(backward_path));
+    std::filesystem::remove(forward_path);
+    std::filesystem::remove(backward_path);
 }
 
 TEST_CASE("the incremental cost tracker equals a full recount over random rewrites and undos") {

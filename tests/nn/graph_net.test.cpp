@@ -212,7 +212,8 @@ TEST_CASE("gn block: isolated nodes and edgeless graphs aggregate to zero under 
         CHECK(all_finite(out->nodes));
         CHECK(all_finite(out->globals));
     }
-    // A node that receives no edge pools 0 either way, so its update is the same.
+    // A node that receives no edge pools 0 either way, so its update is the same, bit for
+    // bit: the same MLP runs on the same input row (the two batches differ elsewhere only).
     CHECK(rows(by_sum.nodes, 2, 3) == rows(by_mean.nodes, 2, 3));
     CHECK(rows(by_sum.nodes, 3, 6) == rows(by_mean.nodes, 3, 6));
     CHECK(rows(by_sum.nodes, 0, 1) != rows(by_mean.nodes, 0, 1));

@@ -165,7 +165,7 @@ TEST_CASE("orthogonal initialisation gives orthonormal columns of a tall and row
     const std::vector<double> square = nn::orthogonal_values(4, 4, 1.0, rng);
     CHECK(gram_of_columns(square, 4, 4).isApprox(Eigen::MatrixXd::Identity(4, 4), 1e-12));
 
-    // It is a random draw, determined by the seed.
+    // It is a random draw, determined by the seed (bit for bit: the same code on the same draws).
     Rng same(11), other(12);
     CHECK(nn::orthogonal_values(6, 3, gain, same) == tall);
     CHECK(nn::orthogonal_values(6, 3, gain, other) != tall);

@@ -617,7 +617,7 @@ std::string check_node_case(const fs::path& dir) {
 
 TEST_CASE("folding reproduces the ONNX backend node tests of every foldable op") {
     if (!fs::exists(node_tests)) {
-        MESSAGE("libonnx-testdata not installed; skipping");
+        MESSAGE("skipped: " << node_tests << " is missing (install libonnx-testdata)");
         return;
     }
     std::vector<fs::path> cases;

@@ -10,6 +10,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -100,6 +101,8 @@ TEST_CASE("zoo models round-trip through ONNX to an identical canonical form and
         const auto inputs = exec::random_inputs(g, 5);
         const auto before = exec::Executor{}.run(g, inputs).outputs;
         const auto after = exec::Executor{}.run(back, inputs).outputs;
+        // Bit for bit, on any CPU: the round trip gives the same graph (the canonical forms
+        // agree), so the same kernels run on the same values.
         CHECK(max_abs_difference(before, after) == 0.0f);
     }
 }
@@ -166,13 +169,18 @@ TEST_CASE("a fused convolution is written as Conv + Relu, or as FusedConv on req
     REQUIRE(ms.graph().node_size() == 1);
     CHECK(ms.graph().node(0).op_type() == "FusedConv");
     CHECK(ms.graph().node(0).domain() == "com.microsoft");
-    // The standard form imports back as two core ops computing the same values.
+    // The standard form imports back as two core ops computing the same values, bit for
+    // bit on any CPU: the same convolution kernel, then a ReLU, which is exact whether
+    // fused or not.
     const Graph back = onnx_io::import_model(standard);
     const auto inputs = exec::random_inputs(g, 2);
     CHECK(max_abs_difference(exec::Executor{}.run(g, inputs).outputs, exec::Executor{}.run(back, inputs).outputs) == 0.0f);
 }
 
 TEST_CASE("a merged grouped-conv kernel is written as Concat and a mask, and runs the same after import") {
+    // Equal bit for bit, on any CPU, in both subcases: the merged kernel is the same
+    // whether MergeGConv or Concat and a 0/1 mask builds it (copies, and products by 0 and
+    // 1, are exact), and the same convolution kernel then runs on it.
     // x -> Conv(MergeGConv(w, count 2, group 4), group 2) -> y
     Graph g;
     const auto x = g.add_input("x", {DType::Float32, Shape{1, 8, 6, 6}});
@@ -207,6 +215,40 @@ TEST_CASE("a merged grouped-conv kernel is written as Concat and a mask, and run
         CHECK(max_abs_difference(exec::Executor{}.run(g, inputs).outputs, exec::Executor{}.run(back, inputs).outputs)
               == 0.0f);
     }
+}
+
+TEST_CASE("pools written at an old opset leave out the attributes it lacks, and refuse what it cannot express") {
+    // ceil_mode came with MaxPool-10 and AveragePool-10, MaxPool's dilations with
+    // MaxPool-10: an opset-9 model (such as an old PyTorch export) has neither.
+    const auto pools = [](std::int64_t ceil_mode) {
+        Graph g;
+        const auto x = g.add_input("x", {DType::Float32, Shape{1, 2, 6, 6}});
+        const Attributes window{{"kernel_shape", std::vector<std::int64_t>{2, 2}}, {"ceil_mode", ceil_mode}};
+        const auto max = g.add_node(OpKind::MaxPool, {{x, 0}}, window, "max");
+        g.add_output({g.add_node(OpKind::AveragePool, {{max, 0}}, window, "average"), 0}, "y");
+        g.info().opset_imports = {{"", 9}};
+        return g;
+    };
+    const pb::ModelProto model = onnx_io::export_model(pools(0));  // checked by the ONNX checker
+    REQUIRE(model.graph().node_size() == 2);
+    for (const auto& n : model.graph().node()) {
+        CAPTURE(n.op_type());
+        std::vector<std::string> names;
+        for (const auto& a : n.attribute()) names.push_back(a.name());
+        CHECK(std::find(names.begin(), names.end(), "ceil_mode") == names.end());
+        CHECK(std::find(names.begin(), names.end(), "dilations") == names.end());
+        CHECK(std::find(names.begin(), names.end(), "kernel_shape") != names.end());
+    }
+    CHECK(model.graph().node(1).op_type() == "AveragePool");
+    CHECK(model.graph().node(1).attribute_size() == 4);  // kernel_shape, strides, pads, count_include_pad
+    const Graph back = onnx_io::import_model(model);
+    CHECK(canonical_form(back) == canonical_form(pools(0)));
+    CHECK_THROWS_WITH_AS((void)onnx_io::export_model(pools(1)),
+                         "[rlflow.onnx_error] MaxPool node 'max' (#1): ceil_mode other than its default needs opset 10",
+                         onnx_error);
+    onnx_io::ExportOptions newer;
+    newer.opset = 11;
+    CHECK_NOTHROW((void)onnx_io::export_model(pools(1), newer));
 }
 
 TEST_CASE("garbage and truncated files are onnx errors naming the file") {

@@ -66,7 +66,7 @@ TEST_CASE("incremental masks always equal a full recomputation over random rewri
     for (const auto& entry : models::zoo_entries()) {
         CAPTURE(entry.name);
         rewrite::Rewriter rw(entry.build({}), builtin());
-        Rng rng(std::hash<std::string_view>{}(entry.name));
+        Rng rng(seed_from_name(entry.name));
         std::vector<EditJournal> history;
         for (int step = 0; step < steps; ++step) {
             // One step in four goes back (when there is something to undo).
@@ -146,7 +146,7 @@ TEST_CASE("long random rewrite sequences keep every zoo graph and real export co
         const auto inputs = exec::random_inputs(graph, 2);
         const auto expected = exec::Executor{}.run(graph, inputs).outputs;
         rewrite::Rewriter rw(std::move(graph), builtin());
-        Rng rng(std::hash<std::string>{}(name));
+        Rng rng(seed_from_name(name));
         int applied = 0;
         for (; applied < steps; ++applied) {
             const auto [rule, location] = random_action(rw.index(), rng);

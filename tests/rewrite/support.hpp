@@ -1,6 +1,7 @@
 #pragma once
-// Helpers shared by the rewrite tests: the built-in rule set, small graph builders, and
-// running a graph with its weights attached.
+// Helpers shared by the rewrite tests and the synth tests (synth is built on the engine):
+// the built-in rule set, small graph builders, and running a graph with its weights
+// attached.
 
 #include <rlflow/exec.hpp>
 #include <rlflow/models/zoo.hpp>

@@ -3,6 +3,7 @@
 // `rlflow weights <in.onnx> <out.onnx>`: give a weight-free export seeded random weights.
 
 #include "model_source.hpp"
+#include "output_paths.hpp"
 
 #include <rlflow/core/atomic_file.hpp>
 #include <rlflow/exec/random.hpp>
@@ -31,9 +32,13 @@ inline void add_convert_command(CLI::App& app) {
     add_model_flags(*cmd, options->load);
     cmd->add_flag("--fused-conv-ms", options->save.fused_conv_microsoft,
                   "write fused convolutions as com.microsoft.FusedConv");
-    cmd->add_option("--opset", options->save.opset, "default-domain opset to write (default: the model's)");
+    cmd->add_option("--opset", options->save.opset,
+                    "default-domain opset to write, " + onnx_io::supported_opset_range() + " (default: the model's)")
+        ->check(CLI::Range(onnx_io::min_supported_opset, onnx_io::max_supported_opset));
     cmd->add_flag("--no-check", options->no_check, "skip the ONNX checker on the written model");
+    cmd->add_option("--seed", options->load.seed, "seed of a zoo model's random weights")->capture_default_str();
     cmd->callback([options] {
+        check_output_path(options->output, "output");
         const Graph g = load_model(options->input, options->load);
         options->save.check = !options->no_check;
         onnx_io::save_onnx(g, options->output, options->save);
@@ -58,6 +63,8 @@ inline void add_weights_command(CLI::App& app) {
         ->required();
     cmd->add_option("--seed", options->seed, "random seed");
     cmd->callback([options] {
+        check_model_file(options->input);
+        check_output_path(options->output, "output");
         onnx_io::pb::ModelProto model = onnx_io::parse_model(onnx_io::read_file(options->input), options->input);
         onnx_io::ImportOptions import;
         import.data_inputs = options->data_inputs;

@@ -10,11 +10,13 @@
 #include "command_info.hpp"
 #include "model_source.hpp"
 #include "optimize_guard.hpp"
+#include "output_paths.hpp"
 #include "progress.hpp"
 #include "target.hpp"
 
 #include <rlflow/core/atomic_file.hpp>
 #include <rlflow/core/memory.hpp>
+#include <rlflow/core/statistics.hpp>
 #include <rlflow/cost.hpp>
 #include <rlflow/cost/ort_backend.hpp>
 #if defined(RLFLOW_HAS_CUDA)
@@ -50,7 +52,7 @@ struct OptimizeOptions {
     std::size_t budget = 1000;
     double alpha = 1.05;
     double time_limit = 0;
-    std::string rules;
+    std::string rules = "default";
     std::string report;
     std::string cost_cache;
     int verify_trials = 3;
@@ -145,6 +147,45 @@ inline std::vector<Outcome> candidate_outcomes(search::SearchResult& r) {
     return out;
 }
 
+/// Rewrite counts with the steps that undo each other cancelled: a fusion and the split
+/// that reverses it (rewrite::reversible_builtin_rules) count as nothing, so the list
+/// says what changed from the input to the written graph.
+inline std::map<std::string, std::size_t> net_rewrites(std::map<std::string, std::size_t> counts) {
+    for (const auto& [forward, backward] : rewrite::reversible_builtin_rules) {
+        const auto f = counts.find(std::string(forward));
+        const auto b = counts.find(std::string(backward));
+        if (f == counts.end() || b == counts.end()) continue;
+        const std::size_t both = std::min(f->second, b->second);
+        f->second -= both;
+        b->second -= both;
+    }
+    std::erase_if(counts, [](const auto& entry) { return entry.second == 0; });
+    return counts;
+}
+
+/// The statistics `rlflow info` gives for `g` once written as ONNX with the options of
+/// `o`: exported, imported back as info imports it, then counted.
+inline GraphStatistics written_statistics(const Graph& g, const OptimizeOptions& o) {
+    onnx_io::ExportOptions options = o.save;
+    options.check = false;  // the file written is checked; this copy is only counted
+    onnx_io::ImportOptions import;
+    import.fold_constants = !o.load.no_fold;
+    import.dim_values = o.load.dims;
+    import.data_inputs = o.load.data_inputs;
+    return graph_statistics(onnx_io::import_model(onnx_io::export_model(g, options), import));
+}
+
+/// Why the search stopped, in words.
+inline std::string stop_reason_text(search::StopReason reason) {
+    switch (reason) {
+        case search::StopReason::converged: return "converged (no rewrite left to try)";
+        case search::StopReason::budget: return "stopped at the --budget";
+        case search::StopReason::time_limit: return "stopped at the --time-limit";
+        case search::StopReason::interrupted: return "interrupted (Ctrl-C); kept the best graph so far";
+    }
+    return "stopped";
+}
+
 inline nlohmann::json optimize_report(const OptimizeOptions& o, const std::string& target, const std::string& backend,
                                       const Graph& before, const search::SearchResult& r, const Outcome& written,
                                       const Verification& check) {
@@ -156,18 +197,23 @@ inline nlohmann::json optimize_report(const OptimizeOptions& o, const std::strin
     j["cost_before_ms"] = r.initial_cost_ms;
     j["cost_after_ms"] = written.cost_ms;
     j["search_best_cost_ms"] = r.best_cost_ms;
-    // As deployed: ops on known weights alone are folded ahead of time, as the cost model prices them.
-    const MemoryProfile memory_before = folded_memory_profile(before);
-    const MemoryProfile memory_after = folded_memory_profile(written.graph);
-    j["memory_before_bytes"] = memory_before.peak_activation_bytes;
-    j["memory_after_bytes"] = memory_after.peak_activation_bytes;
-    j["weight_bytes_before"] = memory_before.weight_bytes;
-    j["weight_bytes_after"] = memory_after.weight_bytes;
+    // The figures `rlflow info` prints, computed by the same code on what it reads: the
+    // input as loaded, and the graph written, as ONNX and read back.
+    const GraphStatistics stats_before = graph_statistics(before);
+    const GraphStatistics stats_after = written.is_input ? stats_before : written_statistics(written.graph, o);
+    j["memory_before_bytes"] = stats_before.memory.peak_activation_bytes;
+    j["memory_after_bytes"] = stats_after.memory.peak_activation_bytes;
+    j["weight_bytes_before"] = stats_before.memory.weight_bytes;
+    j["weight_bytes_after"] = stats_after.memory.weight_bytes;
+    j["flops_before"] = stats_before.flops;
+    j["flops_after"] = stats_after.flops;
     j["written"] = written.is_input ? "input" : "optimised";
-    j["rewrites"] = written.rewrites;
+    j["rewrites"] = net_rewrites(written.rewrites);
+    j["rewrites_applied"] = written.rewrites;
     j["search_rewrites"] = r.rewrites;
     j["expansions"] = r.expansions;
     j["stop_reason"] = search::stop_reason_name(r.reason);
+    j["stop"] = stop_reason_text(r.reason);
     j["seconds"] = r.seconds;
     j["verified"] = check.equal;
     j["verification"] = check.method;
@@ -197,14 +243,17 @@ inline void print_summary(const nlohmann::json& j) {
                 human_bytes(j["memory_after_bytes"].get<double>()).c_str());
     std::printf("%-22s %14s %14s\n", "weights", human_bytes(j["weight_bytes_before"].get<double>()).c_str(),
                 human_bytes(j["weight_bytes_after"].get<double>()).c_str());
-    std::printf("search: %s after %zu expansions, %.2f s\n", j["stop_reason"].get<std::string>().c_str(),
+    constexpr double giga = 1e9;
+    std::printf("%-22s %8.3f GFLOP %8.3f GFLOP\n", "FLOPs", j["flops_before"].get<double>() / giga,
+                j["flops_after"].get<double>() / giga);
+    std::printf("search: %s after %zu expansions, %.2f s\n", j["stop"].get<std::string>().c_str(),
                 j["expansions"].get<std::size_t>(), j["seconds"].get<double>());
     if (j["guard"]["decision"] != "off") std::printf("guard: %s\n", j["guard"]["reason"].get<std::string>().c_str());
     if (j["written"] == "input") {
         std::printf("wrote the input unchanged\n");
         return;
     }
-    std::printf("rewrites:\n");
+    std::printf("rewrites (net: steps that undo each other are left out; all steps in the report):\n");
     for (const auto& [rule, count] : j["rewrites"].items()) std::printf("  %-34s %6d\n", rule.c_str(), count.get<int>());
     if (j["verification"] == "regions")
         std::printf("verified region by region (%zu regions, random boundary values): max |diff| %.3g\n",
@@ -333,7 +382,12 @@ void optimize_with(const OptimizeOptions& o, Backend backend, const std::string&
 inline std::string cpu_target() { return "this machine's CPU (" + host_cpu_name() + ")"; }
 
 /// Runs optimize with the backend `o.cost` names for the target it implies.
-inline void dispatch_optimize(const OptimizeOptions& o) {
+inline void dispatch_optimize(OptimizeOptions o) {
+    // Every path written is checked before minutes of search.
+    check_output_path(o.output, "--output");
+    check_output_path(o.report, "--report");
+    if (o.cost_cache != "none") check_output_path(o.cost_cache, "--cost-cache");
+    o.load.seed = o.seed;
     // An explicit device preset asks for the analytic roofline of that device.
     const std::string cost = o.cost != "auto" ? o.cost : o.device != "auto" ? "analytic" : automatic_cost_backend();
     const std::string device = o.device == "auto" ? automatic_device() : o.device;
@@ -391,19 +445,24 @@ inline void add_optimize_command(CLI::App& app) {
         ->check(CLI::Range(1, 16))->capture_default_str();
     cmd->add_option("--guard-rounds", o->guard_rounds, "interleaved timed runs of each model")
         ->check(CLI::Range(5, 1000))->capture_default_str();
-    cmd->add_option("--budget", o->budget, "most expansions (taso) or rewrites (greedy)")->capture_default_str();
+    constexpr std::size_t largest_budget = 1'000'000'000;
+    cmd->add_option("--budget", o->budget, "most expansions (taso) or rewrites (greedy)")
+        ->check(CLI::Range(std::size_t{1}, largest_budget))->capture_default_str();
     cmd->add_option("--alpha", o->alpha, "taso keeps graphs costing below alpha x the best")
         ->check(CLI::PositiveNumber)->capture_default_str();
-    cmd->add_option("--time-limit", o->time_limit, "seconds; stop with the best graph so far");
+    cmd->add_option("--time-limit", o->time_limit, "seconds; stop with the best graph so far (0: none)")
+        ->check(CLI::Range(0.0, 1e9))->capture_default_str();
     cmd->add_option("--rules", o->rules,
-                    "default (built-in + generated library), builtin, or a rules file (text or binary)");
+                    "default (built-in + generated library), builtin, or a rules file (text or binary)")
+        ->capture_default_str();
     cmd->add_option("--report", o->report, "write a JSON report here");
     cmd->add_option("--cost-cache", o->cost_cache,
                     "read op costs from, and save them to, this file ('none': no cache; default for measuring backends: "
                     "~/.cache/rlflow)");
     cmd->add_option("--verify-trials", o->verify_trials, "random input sets the result is checked on")
         ->check(CLI::PositiveNumber)->capture_default_str();
-    cmd->add_option("--seed", o->seed, "seed of the verification inputs and weights");
+    cmd->add_option("--seed", o->seed, "seed of the verification inputs and of a zoo model's weights")
+        ->capture_default_str();
     cmd->add_flag("--fused-conv-ms", o->save.fused_conv_microsoft,
                   "write fused convolutions as com.microsoft.FusedConv (ONNX Runtime) instead of Conv + activation");
     cmd->callback([o] { dispatch_optimize(*o); });

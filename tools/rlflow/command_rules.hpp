@@ -9,9 +9,9 @@
 
 #include <rlflow/core/atomic_file.hpp>
 #include <rlflow/rewrite/builtin_rules.hpp>
-#include <rlflow/rewrite/generator.hpp>
 #include <rlflow/rewrite/rule_file.hpp>
 #include <rlflow/rewrite/rule_text.hpp>
+#include <rlflow/synth/generator.hpp>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -31,7 +31,7 @@ struct RulesOptions {
     std::string file;
     std::string report;
     std::vector<std::string> ops;
-    rewrite::GeneratorOptions generator;
+    synth::GeneratorOptions generator;
     bool no_prove = false;
     bool keep_builtin = false;
     bool json = false;
@@ -44,7 +44,7 @@ inline double median(std::vector<double> values) {
     return values[values.size() / 2];
 }
 
-inline nlohmann::json generator_report_json(const rewrite::GeneratorReport& r, const rewrite::GeneratorOptions& o) {
+inline nlohmann::json generator_report_json(const synth::GeneratorReport& r, const synth::GeneratorOptions& o) {
     return {{"max_ops", o.max_ops},
             {"seed", o.seed},
             {"jobs", o.jobs},
@@ -74,13 +74,13 @@ inline nlohmann::json generator_report_json(const rewrite::GeneratorReport& r, c
 }
 
 inline void generate_command(RulesOptions o) {
-    rewrite::GeneratorSpace space = rewrite::default_generator_space();
-    if (!o.ops.empty()) space = rewrite::restrict_ops(space, o.ops);
+    synth::GeneratorSpace space = synth::default_generator_space();
+    if (!o.ops.empty()) space = synth::restrict_ops(space, o.ops);
     o.generator.prove = !o.no_prove;
     if (!o.keep_builtin) o.generator.known_rules = std::make_shared<const rewrite::RuleSet>(rewrite::builtin_rules());
     std::unique_ptr<ProgressBar> bar;
     std::string stage;
-    o.generator.on_progress = [&](const rewrite::GeneratorProgress& p) {
+    o.generator.on_progress = [&](const synth::GeneratorProgress& p) {
         if (stage != p.stage) {
             if (bar) bar->finish();
             stage = p.stage;
@@ -88,7 +88,7 @@ inline void generate_command(RulesOptions o) {
         }
         bar->update(p.done, "");
     };
-    const rewrite::GeneratedRules generated = rewrite::generate_rules(space, o.generator);
+    const synth::GeneratedRules generated = synth::generate_rules(space, o.generator);
     if (bar) bar->finish();
     rewrite::save_rules(o.output, generated.rules);
     nlohmann::json j = generator_report_json(generated.report, o.generator);
@@ -110,21 +110,21 @@ inline void generate_command(RulesOptions o) {
 
 inline void verify_command(const RulesOptions& o) {
     std::vector<rewrite::Rule> rules = rewrite::load_rules(o.file);
-    const rewrite::GeneratorSpace space = rewrite::default_generator_space();
+    const synth::GeneratorSpace space = synth::default_generator_space();
     for (const rewrite::Rule& rule : rules)
         for (const std::string& v : rule.variables)
             RLFLOW_EXPECTS(std::any_of(space.variables.begin(), space.variables.end(),
-                                       [&](const rewrite::GeneratorVariable& g) { return g.name == v; }),
+                                       [&](const synth::GeneratorVariable& g) { return g.name == v; }),
                            rule_error,
                            o.file + ": rule '" + rule.name + "': variable '" + v
                                + "' is not a generator variable, so it has no shape to check the rule at");
-    rewrite::GeneratorOptions options = o.generator;
+    synth::GeneratorOptions options = o.generator;
     options.prove = !o.no_prove;
-    rewrite::GeneratorReport report;
+    synth::GeneratorReport report;
     ProgressBar bar("verify", rules.size());
-    options.on_progress = [&](const rewrite::GeneratorProgress& p) { bar.update(p.done, ""); };
+    options.on_progress = [&](const synth::GeneratorProgress& p) { bar.update(p.done, ""); };
     std::vector<rewrite::Rule> checked = rules;
-    rewrite::detail::verify_rules(checked, space, options, report);
+    synth::detail::verify_rules(checked, space, options, report);
     bar.finish();
     for (std::size_t i = 0; i < checked.size(); ++i)
         if (checked[i].verification == rewrite::Verification::rejected)

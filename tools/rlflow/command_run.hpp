@@ -3,7 +3,9 @@
 // layout: input_N.pb) or seeded random inputs, and optionally compares with reference
 // outputs (output_N.pb). Exit code 1 when the outputs do not match.
 
+#include "command_info.hpp"
 #include "model_source.hpp"
+#include "output_paths.hpp"
 
 #include <rlflow/exec/executor.hpp>
 #include <rlflow/exec/random.hpp>
@@ -73,6 +75,26 @@ inline bool compare_outputs(const std::vector<Tensor>& actual, const std::vector
     return all;
 }
 
+/// The tensors `<prefix>_0.pb` ... of `directory`, one for each of `names` (graph inputs
+/// or outputs), checked before the model runs: a missing file is named with the tensor it
+/// stands for.
+inline std::vector<Tensor> load_tensor_directory(const std::string& directory, const std::string& prefix,
+                                                 const std::vector<std::string>& names, std::string_view flag) {
+    check_input_directory(directory, flag);
+    std::vector<Tensor> tensors = onnx_io::load_tensor_files(directory, prefix);
+    if (tensors.size() < names.size()) {
+        const std::filesystem::path missing = std::filesystem::path(directory) / (prefix + "_" + std::to_string(tensors.size()) + ".pb");
+        throw io_error(std::string(flag) + " '" + directory + "': no " + missing.string() + " for " + prefix + " "
+                       + std::to_string(tensors.size()) + " '" + names[tensors.size()] + "' (the model has "
+                       + std::to_string(names.size()) + " " + prefix + "s; the files are " + prefix + "_0.pb, "
+                       + prefix + "_1.pb, ...)");
+    }
+    if (tensors.size() > names.size())
+        throw io_error(std::string(flag) + " '" + directory + "' holds " + std::to_string(tensors.size()) + " " + prefix
+                       + " files; the model has " + std::to_string(names.size()) + " " + prefix + "s");
+    return tensors;
+}
+
 inline void add_run_command(CLI::App& app) {
     auto o = std::make_shared<RunOptions>();
     CLI::App* cmd = app.add_subcommand("run", "Run a model in the reference executor");
@@ -84,17 +106,27 @@ inline void add_run_command(CLI::App& app) {
     cmd->add_option("--atol", o->atol, "absolute tolerance for --expect");
     cmd->add_option("--seed", o->seed, "seed for random weights and inputs");
     cmd->callback([o] {
+        check_input_directory(o->inputs, "--inputs");
+        check_input_directory(o->expect, "--expect");
+        o->load.seed = o->seed;
         Graph g = load_model(o->model, o->load);
         exec::fill_random_weights(g, o->seed);
-        const auto inputs = o->inputs.empty() ? exec::random_inputs(g, o->seed) : onnx_io::load_tensor_files(o->inputs, "input");
+        std::vector<std::string> input_names, output_names;
+        for (const NodeId id : g.inputs()) input_names.push_back(g.node(id).name);
+        for (const auto& out : g.outputs()) output_names.push_back(out.name);
+        // Both directories are read, and their files counted, before the model runs.
+        const auto inputs = o->inputs.empty() ? exec::random_inputs(g, o->seed)
+                                              : load_tensor_directory(o->inputs, "input", input_names, "--inputs");
+        const auto expected = o->expect.empty() ? std::vector<Tensor>{}
+                                                : load_tensor_directory(o->expect, "output", output_names, "--expect");
         const auto start = std::chrono::steady_clock::now();
         const exec::RunResult result = exec::Executor{}.run(g, inputs);
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-        std::printf("ran %s in %.1f ms, peak activations %lld bytes\n", o->model.c_str(), ms,
-                    static_cast<long long>(result.peak_activation_bytes));
+        std::printf("ran %s in %.1f ms, peak activations %s\n", o->model.c_str(), ms,
+                    human_bytes(static_cast<double>(result.peak_activation_bytes)).c_str());
         for (std::size_t i = 0; i < result.outputs.size(); ++i)
             std::printf("output %zu '%s': %s\n", i, g.outputs()[i].name.c_str(), result.outputs[i].type().to_string().c_str());
-        if (!o->expect.empty() && !compare_outputs(result.outputs, onnx_io::load_tensor_files(o->expect, "output"), *o))
+        if (!o->expect.empty() && !compare_outputs(result.outputs, expected, *o))
             throw CLI::RuntimeError("outputs differ from the reference", 1);
     });
 }

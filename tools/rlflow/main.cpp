@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
         app.exit(e);
         return exit_bad_input;
     } catch (const rlflow::error& e) {
-        std::fprintf(stderr, "error: %s\n", e.what());
+        std::fprintf(stderr, "error: %s\n", e.message().c_str());
         return exit_bad_input;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "internal error: %s\n", e.what());

@@ -1,12 +1,14 @@
 #pragma once
-// A progress bar for long work, drawn on stderr only when stderr is a terminal (so logs and
-// pipes stay clean), redrawn at most every 100 ms; and number formats the reports share.
+// Progress of long work on stderr: on a terminal, a bar redrawn at most every 100 ms; piped
+// into a log, one line every 5 s (RLFLOW_PROGRESS_INTERVAL seconds: elapsed time, count,
+// best so far), so work that ends within 5 s leaves a log clean. And number formats the reports share.
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -31,15 +33,24 @@ inline std::string join(const std::vector<std::string>& items, const std::string
     return text;
 }
 
-/// `label [#####.....] done/total  text`, on one redrawn line.
+/// `label [#####.....] done/total  text`, on one redrawn line; or, when stderr is not a
+/// terminal, `label: done/total after S s  text` lines every log_interval.
 class ProgressBar {
 public:
     ProgressBar(std::string label, std::size_t total)
-        : m_label(std::move(label)), m_total(std::max<std::size_t>(total, 1)), m_enabled(isatty(STDERR_FILENO) != 0) {}
+        : m_label(std::move(label)), m_total(std::max<std::size_t>(total, 1)), m_terminal(isatty(STDERR_FILENO) != 0),
+          m_start(std::chrono::steady_clock::now()), m_last(m_start) {}
 
     void update(std::size_t done, const std::string& text) {
-        if (!m_enabled) return;
         const auto now = std::chrono::steady_clock::now();
+        if (!m_terminal) {
+            if (now - m_last < m_log_interval) return;
+            m_last = now;
+            const double seconds = std::chrono::duration<double>(now - m_start).count();
+            std::fprintf(stderr, "%s: %zu/%zu after %.0f s  %s\n", m_label.c_str(), done, m_total, seconds, text.c_str());
+            std::fflush(stderr);
+            return;
+        }
         if (m_drawn && now - m_last < redraw_interval && done < m_total) return;
         m_last = now;
         m_drawn = true;
@@ -50,19 +61,29 @@ public:
     }
     /// Ends the line if anything was drawn.
     void finish() {
-        if (m_enabled && m_drawn) std::fputc('\n', stderr);
+        if (m_terminal && m_drawn) std::fputc('\n', stderr);
         m_drawn = false;
     }
 
 private:
     static constexpr std::size_t width = 30;
     static constexpr std::chrono::milliseconds redraw_interval{100};
+    /// Seconds between log lines: 5, or RLFLOW_PROGRESS_INTERVAL.
+    static std::chrono::duration<double> log_interval() {
+        constexpr double default_seconds = 5;
+        const char* text = std::getenv("RLFLOW_PROGRESS_INTERVAL");
+        char* end = nullptr;
+        const double seconds = text ? std::strtod(text, &end) : default_seconds;
+        return std::chrono::duration<double>(text && end != text && seconds > 0 ? seconds : default_seconds);
+    }
 
     std::string m_label;
     std::size_t m_total;
-    bool m_enabled;
+    bool m_terminal;
     bool m_drawn = false;
-    std::chrono::steady_clock::time_point m_last{};
+    std::chrono::steady_clock::time_point m_start;
+    std::chrono::steady_clock::time_point m_last;
+    std::chrono::duration<double> m_log_interval = log_interval();
 };
 
 }  // namespace rlflow::cli

@@ -15,7 +15,9 @@
 
 namespace rlflow {
 
-class Graph;
+namespace detail {
+class GraphStorage;
+}
 
 /// The edits made to a graph between Graph::begin_recording() and Graph::end_recording():
 /// enough to undo them exactly.
@@ -31,7 +33,8 @@ public:
     [[nodiscard]] std::vector<NodeId> touched_nodes() const;
 
 private:
-    friend class Graph;
+    // The graph's storage records and reverts the edits (core/detail/graph_storage.hpp).
+    friend class detail::GraphStorage;
 
     std::vector<detail::GraphEdit> m_edits;
     /// The nodes that detail::NodeRemoved edits took out of the graph, in removal order.

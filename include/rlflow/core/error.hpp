@@ -2,9 +2,9 @@
 /// \file
 /// The error hierarchy and the three kinds of check (STYLE.md §8, §10).
 ///
-/// Every error a user can cause derives from `rlflow::error`. Its message starts with
-/// `[rlflow.<kind>]` and names the thing at fault (file, node, op), so a CLI can print
-/// it as is and tests can match on it.
+/// Every error a user can cause derives from `rlflow::error`. Its message names the thing
+/// at fault (file, node, op); `what()` puts `[rlflow.<kind>]` before it, for logs and for
+/// tests to match on, and `message()` is the plain text a CLI prints.
 
 #include <stdexcept>
 #include <string>
@@ -16,12 +16,15 @@ namespace rlflow {
 class error : public std::runtime_error {
 public:
     error(std::string_view kind, const std::string& message)
-        : std::runtime_error("[rlflow." + std::string(kind) + "] " + message), m_kind(kind) {}
+        : std::runtime_error("[rlflow." + std::string(kind) + "] " + message), m_kind(kind), m_message(message) {}
     /// The short kind, e.g. "shape_error".
     [[nodiscard]] const std::string& kind() const noexcept { return m_kind; }
+    /// The message without the `[rlflow.<kind>]` tag: what a person reads.
+    [[nodiscard]] const std::string& message() const noexcept { return m_message; }
 
 private:
     std::string m_kind;
+    std::string m_message;
 };
 
 #define RLFLOW_DEFINE_ERROR(name)                                                   \

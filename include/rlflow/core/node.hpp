@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// Node, tensor reference and use: the vocabulary of the graph IR.
+/// Node, tensor reference, use and graph output: the vocabulary of the graph IR.
 
 #include <rlflow/core/attributes.hpp>
 #include <rlflow/core/op_traits.hpp>
@@ -48,6 +48,12 @@ struct NodeOutput {
     std::string name;
     /// Consumer slots, kept sorted so iteration order is deterministic.
     std::vector<Use> uses;
+};
+
+/// A named graph output.
+struct GraphOutput {
+    TensorRef value;
+    std::string name;
 };
 
 /// A node of the graph. Fields are read-only from outside; edit through Graph.

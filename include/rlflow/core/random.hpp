@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <numbers>
+#include <string_view>
 
 namespace rlflow {
 
@@ -59,5 +60,12 @@ private:
     static constexpr std::uint64_t rotl(std::uint64_t x, int k) noexcept { return (x << k) | (x >> (64 - k)); }
     std::array<std::uint64_t, 4> m_state{};
 };
+
+/// A seed derived from a name (`Rng(seed_from_name("resnet18"))`): the name's bytes hashed
+/// by detail::hash_bytes, so the seed, and every number drawn from it, is the same with
+/// every compiler and standard library (on little-endian machines: x86-64, AArch64).
+/// std::hash is not: libstdc++ and libc++ hash strings differently, and the standard
+/// leaves its values unspecified.
+[[nodiscard]] inline std::uint64_t seed_from_name(std::string_view name) noexcept { return detail::hash_bytes(name); }
 
 }  // namespace rlflow

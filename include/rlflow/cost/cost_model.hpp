@@ -22,6 +22,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace rlflow::cost {
@@ -136,16 +137,22 @@ public:
 
     [[nodiscard]] std::size_t cache_size() const noexcept { return m_cache.size(); }
 
-    /// Writes the cache (format version, backend name, entries, checksum) atomically.
+    /// Writes the cache (format version, backend name, entries, checksum) atomically. The
+    /// entries go in key order, not the hash map's, which depends on the standard
+    /// library's std::hash: equal caches make equal files everywhere.
     void save_cache(const std::filesystem::path& path) const {
         rlflow::detail::ByteWriter w;
         w.str(cache_magic);
         w.u64(cache_version);
         w.str(m_backend.name());
         w.u64(m_cache.size());
-        for (const auto& [key, ms] : m_cache) {
-            w.str(key);
-            w.f64(ms);
+        std::vector<const std::pair<const std::string, double>*> entries;
+        entries.reserve(m_cache.size());
+        for (const auto& entry : m_cache) entries.push_back(&entry);
+        std::sort(entries.begin(), entries.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+        for (const auto* entry : entries) {
+            w.str(entry->first);
+            w.f64(entry->second);
         }
         w.u64(rlflow::detail::hash_bytes(w.data()));
         write_file_atomically(path, w.data());

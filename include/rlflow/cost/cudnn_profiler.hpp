@@ -1,9 +1,10 @@
 #pragma once
 /// \file
 /// CudnnProfiler: a cost backend that runs each op on a GPU with cuDNN and cuBLAS and
-/// times it, as TASO measured costs (REFERENCE.md "TASO's cost measurement"): each op is
-/// run `warmup_runs` times, then `timed_runs` times between two CUDA events, and costs the
-/// mean. CostModel caches the costs; the profiler itself memoises the convolution
+/// times it, as TASO measures operator costs (Jia et al., "TASO: Optimizing Deep Learning
+/// Computation with Automatic Generation of Graph Substitutions", SOSP 2019, and its cuDNN
+/// backend's measure_*_cost functions): each op is run `warmup_runs` times, then
+/// `timed_runs` times between two CUDA events, and costs the mean. CostModel caches the costs; the profiler itself memoises the convolution
 /// algorithm it chose per convolution geometry.
 ///
 /// The only header through which rlflow reaches CUDA; link `rlflow::cuda`. Every tensor is

@@ -1,9 +1,10 @@
 #pragma once
 /// \file
 /// `LstmCell` (one step) and `Lstm` (a sequence): the memory of the MDN-RNN world model
-/// (thesis §2.2.2 eq. (1)-(6), §4.3; 256 hidden units per REFERENCE.md). For an input x_t
-/// and the previous state (h, c), one fused linear map gives the four gate
-/// pre-activations, in the order input, forget, candidate, output:
+/// (RLFlow thesis §2.2.2 eq. (1)-(6), §4.3, whose world model, after "World Models", Ha &
+/// Schmidhuber 2018, has 256 hidden units). For an input x_t and the previous state
+/// (h, c), one fused linear map gives the four gate pre-activations, in the order input,
+/// forget, candidate, output:
 ///
 ///     [a_i, a_f, a_g, a_o] = [x_t, h] W + b              W: (in + hidden, 4 hidden)
 ///     i = σ(a_i), f = σ(a_f), g = tanh(a_g), o = σ(a_o)
@@ -30,7 +31,7 @@
 
 namespace rlflow::nn {
 
-/// The hidden size the world model uses (REFERENCE.md: "LSTM 256").
+/// The hidden size the world model uses (the RLFlow thesis's MDN-RNN: an LSTM of 256).
 inline constexpr std::int64_t default_lstm_hidden = 256;
 /// The initial forget-gate bias (see the file comment).
 inline constexpr double lstm_forget_bias = 1.0;

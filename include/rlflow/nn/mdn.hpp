@@ -1,16 +1,17 @@
 #pragma once
 /// \file
 /// `MdnHead`: the mixture density network head of the MDN-RNN world model (Bishop 1994;
-/// Ha & Schmidhuber 2018; thesis §4.3.1, fig. 4.1). From a hidden state it predicts, for
-/// every output dimension d independently, a mixture of K one-dimensional Gaussians:
+/// "World Models", Ha & Schmidhuber 2018; RLFlow thesis §4.3.1, fig. 4.1). From a hidden
+/// state it predicts, for every output dimension d independently, a mixture of K
+/// one-dimensional Gaussians:
 ///
 ///     p(y_d | h) = Σ_k π_dk N(y_d; μ_dk, σ_dk²),    π_d = softmax(logits_d)
 ///
 /// Parameterisation: one set of K mixture weights *per output dimension*, as in World
 /// Models, whose recipe the thesis follows ("all other hyperparameters ... the same as
 /// those used by Ha and Schmidhuber", §5.3): a diagonal model whose dimensions are
-/// separate mixtures, so a dimension's modes are not tied to another's. K = 8 (thesis
-/// §5.3, REFERENCE.md).
+/// separate mixtures, so a dimension's modes are not tied to another's. K = 8 (RLFlow
+/// thesis §5.3).
 ///
 /// Log-stddevs are bounded smoothly to [min_log_stddev, max_log_stddev]:
 ///
@@ -38,7 +39,7 @@
 
 namespace rlflow::nn {
 
-/// Mixture components per output dimension (REFERENCE.md: "8 Gaussians").
+/// Mixture components per output dimension (the RLFlow thesis's MDN: 8 Gaussians).
 inline constexpr std::int64_t default_mdn_components = 8;
 /// The range of log σ: σ in [e^-5, e^2] ≈ [0.0067, 7.4], ample for latents of unit scale.
 inline constexpr double mdn_min_log_stddev = -5.0;
@@ -155,7 +156,8 @@ public:
     /// -log p(target), summed over dimensions and averaged over the batch; target is
     /// (batch, dims). Per component, log π_dk + log N(y_d; μ_dk, σ_dk) with
     /// log N = -((y - μ)/σ)²/2 - log σ - log(2π)/2, then a stable logsumexp over k. The
-    /// world-model loss divides this by dims (REFERENCE.md: GMM-NLL / latent_dim).
+    /// world-model loss divides this by dims (the RLFlow thesis's world-model loss: the
+    /// mixture NLL over the latent size).
     [[nodiscard]] static Var<B> negative_log_likelihood(Tape<B>& tape, const MdnParams<B>& params, const Tensor<B>& target) {
         // A copy: a reference into the tape dangles once the constants below grow it.
         const Shape shape = params.means.shape();

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// ONNX import: a ModelProto (opsets 11-17) into the graph IR. Initializers become
+/// ONNX import: a ModelProto (opsets 11-18, onnx/opsets.hpp) into the graph IR. Initializers become
 /// weights with data, Constant nodes constants; static subgraphs (Shape, Gather, Slice,
 /// Unsqueeze, Concat, ...) are folded; default-domain ops become core ops where that is
 /// exact; everything else is carried as opaque nodes with its attributes and types.

@@ -1,8 +1,8 @@
 #pragma once
 /// \file
-/// Constant tensors in rules (TASO's generator constants, REFERENCE.md): a pattern
-/// Constant is a scalar `value`, or, with a `shape`, a tensor of that shape filled one of
-/// two ways:
+/// Constant tensors in rules (TASO's generator constants; the TASO paper, Jia et al.,
+/// SOSP 2019): a pattern Constant is a scalar `value`, or, with a `shape`, a tensor of that
+/// shape filled one of two ways:
 /// - `fill="uniform"`: every element is `value` (all-ones, a 3x3 average-pool kernel
 ///   1/9 with one input channel per group);
 /// - `fill="identity"`: `value` where the tensor maps a channel to itself and 0 elsewhere.

@@ -1,9 +1,10 @@
 #pragma once
 /// \file
 /// How each core op is written as standard ONNX (opsets 11-17, and 18 where an attribute
-/// moved to an input). Fused convolutions become Conv + activation, or ORT's
-/// com.microsoft.FusedConv on request; attributes that ONNX takes as constant inputs
-/// (Reshape's shape, Split's sizes, Pad's pads, Clip's bounds) become initializers.
+/// moved to an input; pools also in the older opsets of imported models). Fused
+/// convolutions become Conv + activation, or ORT's com.microsoft.FusedConv on request;
+/// attributes that ONNX takes as constant inputs (Reshape's shape, Split's sizes, Pad's
+/// pads, Clip's bounds) become initializers.
 
 #include <rlflow/core/graph.hpp>
 #include <rlflow/onnx/detail/attributes.hpp>
@@ -13,7 +14,10 @@
 #include <initializer_list>
 #include <limits>
 #include <set>
+#include <string>
+#include <string_view>
 #include <unordered_set>
+#include <vector>
 
 namespace rlflow::onnx_io::detail {
 
@@ -65,6 +69,9 @@ struct ExportContext {
     }
     /// Copies the node's attributes except `skipped`.
     void copy_attributes(pb::NodeProto& n, std::initializer_list<std::string_view> skipped = {}) const {
+        copy_attributes_except(n, std::vector<std::string_view>(skipped));
+    }
+    void copy_attributes_except(pb::NodeProto& n, const std::vector<std::string_view>& skipped) const {
         for (const auto& [name, value] : node.attributes) {
             if (std::find(skipped.begin(), skipped.end(), name) != skipped.end()) continue;
             attribute_to_proto(name, value, *n.add_attribute());
@@ -169,11 +176,37 @@ inline void export_softmax(ExportContext& c) {
     export_direct(c);
 }
 
-inline void export_average_pool(ExportContext& c) {
-    const auto& dilations = c.node.attributes.get_ints("dilations");
-    if (std::any_of(dilations.begin(), dilations.end(), [](std::int64_t d) { return d != 1; }))
-        c.fail("dilated AveragePool needs opset 19");
-    c.copy_attributes(c.emit("AveragePool", c.inputs, c.outputs), {"dilations"});
+/// Adds attribute `name` to `skipped` when the opset written predates `since`, the opset
+/// that defined it: the older op computes what the attribute's default does, so it may be
+/// left out at its default (`at_default`), and nothing else can be written.
+inline void omit_before(const ExportContext& c, std::vector<std::string_view>& skipped, std::string_view name,
+                        std::int64_t since, bool at_default) {
+    if (c.opset >= since) return;
+    if (!at_default) c.fail(std::string(name) + " other than its default needs opset " + std::to_string(since));
+    skipped.push_back(name);
+}
+
+/// MaxPool and AveragePool, with the attributes an older model's opset defines: ceil_mode
+/// came with MaxPool-10 and AveragePool-10, MaxPool's dilations with MaxPool-10,
+/// count_include_pad with AveragePool-7, and AveragePool's dilations with AveragePool-19.
+inline void export_pool(ExportContext& c) {
+    constexpr std::int64_t ceil_mode_since = 10;
+    constexpr std::int64_t max_pool_dilations_since = 10;
+    constexpr std::int64_t count_include_pad_since = 7;
+    const Attributes& a = c.node.attributes;
+    const bool average = c.node.op == OpKind::AveragePool;
+    const auto& dilations = a.get_ints("dilations");
+    const bool undilated = std::all_of(dilations.begin(), dilations.end(), [](std::int64_t d) { return d == 1; });
+    std::vector<std::string_view> skipped;
+    if (average) {
+        if (!undilated) c.fail("dilated AveragePool needs opset 19");
+        skipped.push_back("dilations");
+        omit_before(c, skipped, "count_include_pad", count_include_pad_since, a.get_int("count_include_pad", 0) == 0);
+    } else {
+        omit_before(c, skipped, "dilations", max_pool_dilations_since, undilated);
+    }
+    omit_before(c, skipped, "ceil_mode", ceil_mode_since, a.get_int("ceil_mode", 0) == 0);
+    c.copy_attributes_except(c.emit(average ? "AveragePool" : "MaxPool", c.inputs, c.outputs), skipped);
 }
 
 inline void export_reduce_mean(ExportContext& c) {

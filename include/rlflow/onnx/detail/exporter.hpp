@@ -9,6 +9,7 @@
 #include <rlflow/onnx/detail/types.hpp>
 #include <rlflow/onnx/export_options.hpp>
 #include <rlflow/onnx/import_options.hpp>
+#include <rlflow/onnx/opsets.hpp>
 
 #include <map>
 
@@ -19,6 +20,9 @@ public:
     Exporter(const Graph& g, const ExportOptions& options) : m_graph(g), m_options(options) {}
 
     pb::ModelProto run() {
+        RLFLOW_EXPECTS(m_options.opset == 0 || supported_opset(m_options.opset), precondition_error,
+                       "opset " + std::to_string(m_options.opset) + " cannot be written: rlflow writes opsets "
+                           + supported_opset_range());
         m_opset = m_options.opset > 0 ? m_options.opset : graph_opset();
         assign_names();
         pb::GraphProto& graph = *m_model.mutable_graph();

@@ -26,6 +26,7 @@
 #include <rlflow/rewrite/rule.hpp>
 #include <rlflow/rewrite/rule_set.hpp>
 #include <rlflow/rewrite/soundness.hpp>
+#include <rlflow/synth/detail/rewrite_names.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -37,7 +38,7 @@
 #include <utility>
 #include <vector>
 
-namespace rlflow::rewrite {
+namespace rlflow::synth {
 
 /// Concrete values for one check of a rule: a type for each rule variable (by index) and a
 /// value for each $symbol the source leaves open (by symbol name). A source attribute the
@@ -408,4 +409,4 @@ inline void read_instance_symbol(const Rule& rule, TextCursor& c, bool dollar, s
     return report;
 }
 
-}  // namespace rlflow::rewrite
+}  // namespace rlflow::synth

@@ -1,6 +1,6 @@
 #include <rlflow/rewrite/builtin_rules.hpp>
-#include <rlflow/rewrite/rule_check.hpp>
 #include <rlflow/rewrite/rule_text.hpp>
+#include <rlflow/synth/rule_check.hpp>
 
 #include <doctest/doctest.h>
 
@@ -10,6 +10,7 @@
 
 using namespace rlflow;
 using namespace rlflow::rewrite;
+using namespace rlflow::synth;
 
 namespace {
 

@@ -7,8 +7,8 @@
 #include <rlflow/core/detail/byte_writer.hpp>
 #include <rlflow/core/op_traits.hpp>
 #include <rlflow/core/random.hpp>
-#include <rlflow/rewrite/exact.hpp>
-#include <rlflow/rewrite/generator_config.hpp>
+#include <rlflow/synth/exact.hpp>
+#include <rlflow/synth/generator_config.hpp>
 
 #include <array>
 #include <cstdint>
@@ -19,7 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace rlflow::rewrite::detail {
+namespace rlflow::synth::detail {
 
 using rlflow::detail::hash_bytes;
 using rlflow::detail::mix64;
@@ -217,4 +217,4 @@ inline constexpr std::uint64_t constant_salt = 0x636f6e7374616e74;  // "constant
     return values;
 }
 
-}  // namespace rlflow::rewrite::detail
+}  // namespace rlflow::synth::detail

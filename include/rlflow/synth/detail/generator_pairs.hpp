@@ -2,7 +2,7 @@
 /// \file
 /// From enumerated graphs to candidate rules: canonical node order, buckets by
 /// fingerprint, classes of graphs whose outputs agree exactly on every input set, and
-/// the pruning of candidate pairs (REFERENCE.md, TASO's pruning):
+/// the pruning of candidate pairs (TASO's pruning, Jia et al., SOSP 2019):
 /// - common subgraph: both sides hold the same op on the same variables (a smaller rule,
 ///   with that op's output as a variable, says the same);
 /// - common supergraph: single-output sides whose last ops are the same and differ in at
@@ -10,7 +10,7 @@
 /// - renaming: rules equal up to the names of their variables (rule variables are
 ///   untyped, so a rule found on matrices and on square weights is one rule).
 
-#include <rlflow/rewrite/detail/generator_graph.hpp>
+#include <rlflow/synth/detail/generator_graph.hpp>
 
 #include <algorithm>
 #include <functional>
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-namespace rlflow::rewrite::detail {
+namespace rlflow::synth::detail {
 
 /// `g` with its nodes in post-order of a depth-first walk from its outputs (inputs in
 /// slot order), so that equal DAGs get equal node orders whatever path built them.
@@ -249,4 +249,4 @@ inline void write_expression(const GenGraph& g, const Producers& p, std::uint16_
     return differing <= 1;
 }
 
-}  // namespace rlflow::rewrite::detail
+}  // namespace rlflow::synth::detail

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// Private parts of rewrite/exact.hpp: the 128-bit and modular arithmetic under `Exact`,
-/// and the data loops of the exact kernels.
+/// Private parts of synth/exact_value.hpp and detail/exact_op_table.hpp: the 128-bit and
+/// modular arithmetic under `Exact`, and the data loops of the exact kernels.
 ///
 /// The loops are templates over the element type, so one loop runs on `Exact` values and,
 /// when every operand is a small integer, on plain int64 with no overflow checks (the
@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-namespace rlflow::rewrite::detail {
+namespace rlflow::synth::detail {
 
 // ---- 128-bit integers ------------------------------------------------------------------
 
@@ -493,4 +493,4 @@ void reduce_sums(const T* x, const Shape& x_shape, const Shape& kept, T* sums) {
     });
 }
 
-}  // namespace rlflow::rewrite::detail
+}  // namespace rlflow::synth::detail

@@ -1,4 +1,5 @@
-// The exact evaluator as the substitution generator uses it, on graphs of its size.
+// Rule synthesis (synth/): the exact evaluator as the substitution generator uses it, on
+// graphs of its size.
 // - conv3x3: one exact Conv2D, (2,4,5,5) input, (4,4,3,3) weights, unpadded and padded,
 //   on small integers and on halves (both take the int64 path over a common denominator)
 //   and on integers times 2^40 (too large for it: checked 128-bit multiply-adds); items are
@@ -7,7 +8,7 @@
 // - multiply_add: one Exact a * b + c; items are multiply-adds. residue: items are values.
 
 #include <rlflow/exec.hpp>
-#include <rlflow/rewrite/exact.hpp>
+#include <rlflow/synth/exact.hpp>
 
 #include <benchmark/benchmark.h>
 
@@ -19,8 +20,8 @@
 namespace {
 
 using namespace rlflow;
-using rewrite::Exact;
-using rewrite::ExactTensor;
+using synth::Exact;
+using synth::ExactTensor;
 using Ints = std::vector<std::int64_t>;
 
 constexpr std::uint64_t seed = 1;
@@ -35,7 +36,7 @@ enum class Values { integers, halves, large };
 
 /// Random integers in [-3, 3], halved or multiplied by 2^40 as `kind` says.
 ExactTensor random_values(const Shape& shape, Rng& rng, Values kind) {
-    ExactTensor t = rewrite::random_exact_tensor(shape, rng, value_bound);
+    ExactTensor t = synth::random_exact_tensor(shape, rng, value_bound);
     const Exact large_scale = Exact::from_double(0x1p40);
     for (Exact& v : t.values) {
         if (kind == Values::halves) v = v.divided_by(2);
@@ -62,7 +63,7 @@ void conv3x3(benchmark::State& state, std::int64_t pad, Values kind) {
     const std::vector<const ExactTensor*> inputs{&x, &w};
     const std::vector<TensorType> outputs{conv.outputs[0].type};
     for (auto _ : state) {
-        auto y = rewrite::exact_op(OpKind::Conv2D, conv.attributes, inputs, outputs);
+        auto y = synth::exact_op(OpKind::Conv2D, conv.attributes, inputs, outputs);
         benchmark::DoNotOptimize(y.data());
     }
     const std::int64_t multiply_adds = outputs[0].shape.numel() * conv_weight.product(1, 4);
@@ -109,7 +110,7 @@ void small_graph_run(benchmark::State& state) {
     for (const NodeId id : g.weights())
         values[g.node(id).name] = random_values(g.node(id).outputs[0].type.shape, rng, Values::integers);
     for (auto _ : state) {
-        auto outputs = rewrite::exact_run(g, values);
+        auto outputs = synth::exact_run(g, values);
         benchmark::DoNotOptimize(outputs.data());
     }
     state.SetItemsProcessed(state.iterations());

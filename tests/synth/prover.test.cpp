@@ -1,6 +1,6 @@
 #include <rlflow/rewrite/builtin_rules.hpp>
-#include <rlflow/rewrite/prover.hpp>
 #include <rlflow/rewrite/rule_text.hpp>
+#include <rlflow/synth/prover.hpp>
 
 #include <doctest/doctest.h>
 
@@ -11,6 +11,7 @@
 
 using namespace rlflow;
 using namespace rlflow::rewrite;
+using namespace rlflow::synth;
 
 namespace {
 

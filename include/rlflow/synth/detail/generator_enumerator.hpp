@@ -1,8 +1,8 @@
 #pragma once
 /// \file
-/// Depth-first enumeration of the generator's graphs (TASO's generator, REFERENCE.md):
-/// every DAG of up to K op applications over the space's variables, each evaluated
-/// exactly on the first input set as it is built.
+/// Depth-first enumeration of the generator's graphs (TASO's generator; the TASO paper,
+/// Jia et al., SOSP 2019): every DAG of up to K op applications over the space's
+/// variables, each evaluated exactly on the first input set as it is built.
 ///
 /// Reductions, each exact up to what the pairing stage does anyway:
 /// - a DAG is expanded once, whatever order its nodes were added in (a shared set of
@@ -21,7 +21,7 @@
 /// - a state with more unconsumed outputs than the remaining ops can reduce to
 ///   max_outputs is dropped.
 
-#include <rlflow/rewrite/detail/generator_graph.hpp>
+#include <rlflow/synth/detail/generator_graph.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -30,7 +30,7 @@
 #include <unordered_set>
 #include <vector>
 
-namespace rlflow::rewrite::detail {
+namespace rlflow::synth::detail {
 
 /// How far and how wide to enumerate.
 struct EnumerationLimits {
@@ -338,4 +338,4 @@ private:
     EnumerationCounts m_counts;
 };
 
-}  // namespace rlflow::rewrite::detail
+}  // namespace rlflow::synth::detail

@@ -2,17 +2,19 @@
 /// \file
 /// What the substitution generator enumerates: input variables (small tensors of fixed
 /// types) and ops (an op kind whose attributes follow from its input types). The default
-/// follows TASO's generator inputs (REFERENCE.md): matrices, square weights, images,
-/// conv kernels of four shapes and a scalar, with matmul, element-wise add and mul,
-/// scalar mul, convolutions (1x1, 3x3, 1x3, 3x1 by the kernel; stride 1 and 2; SAME
-/// padding; no activation or a fused relu; grouped when the kernel says so), relu,
-/// concat, split in halves, 2-D transpose, enlarge to 3x3 and 3x3 average and max pools.
+/// follows TASO's generator inputs (the TASO paper, Jia et al., SOSP 2019): matrices,
+/// square weights, images, conv kernels of four shapes and a scalar, with matmul,
+/// element-wise add and mul, scalar mul, convolutions (1x1, 3x3, 1x3, 3x1 by the kernel;
+/// stride 1 and 2; SAME padding; no activation or a fused relu; grouped when the kernel
+/// says so), relu, concat, split in halves, 2-D transpose, enlarge to 3x3 and 3x3 average
+/// and max pools.
 
 #include <rlflow/core/attributes.hpp>
 #include <rlflow/core/error.hpp>
 #include <rlflow/core/op_kind.hpp>
 #include <rlflow/core/shape.hpp>
 #include <rlflow/rewrite/constant_tensor.hpp>
+#include <rlflow/synth/detail/rewrite_names.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -22,7 +24,7 @@
 #include <string>
 #include <vector>
 
-namespace rlflow::rewrite {
+namespace rlflow::synth {
 
 /// The attributes of a generator op for given input types, or nullopt when the op does not
 /// apply to them (shape inference then decides the rest).
@@ -52,7 +54,7 @@ struct GeneratorOp {
     RoleSignature roles;
 };
 
-/// The fixed value of a generator constant: `fill` (constant_tensor.hpp) with the value
+/// The fixed value of a generator constant: `fill` (rewrite/constant_tensor.hpp) with the value
 /// numerator / 210^exponent, which the exact evaluator holds exactly (1/9 = 4900 / 210^2).
 struct GeneratorConstant {
     ConstantFill fill = ConstantFill::uniform;
@@ -196,10 +198,10 @@ inline AttributeBuilder no_attributes() {
 
 }  // namespace detail
 
-/// TASO's generator inputs (REFERENCE.md), two variables of each kind: matrices (2,4),
-/// square weights (4,4), images (2,4,5,5), conv kernels 3x3, 1x1, 1x3, 3x1 and a
-/// depthwise 3x3 (4,1,3,3), a scalar (shape {1}) and biases (4); and TASO's constants: a 3x3 identity
-/// kernel, a depthwise 3x3 average-pooling kernel, an identity matrix and ones.
+/// TASO's generator inputs (Jia et al., SOSP 2019), two variables of each kind: matrices
+/// (2,4), square weights (4,4), images (2,4,5,5), conv kernels 3x3, 1x1, 1x3, 3x1 and a
+/// depthwise 3x3 (4,1,3,3), a scalar (shape {1}) and biases (4); and TASO's constants: a
+/// 3x3 identity kernel, a depthwise 3x3 average-pooling kernel, an identity matrix and ones.
 [[nodiscard]] inline GeneratorSpace default_generator_space() {
     using detail::float_tensor;
     GeneratorSpace space;
@@ -278,4 +280,4 @@ inline AttributeBuilder no_attributes() {
     return out;
 }
 
-}  // namespace rlflow::rewrite
+}  // namespace rlflow::synth

@@ -2,9 +2,9 @@
 // unique representation, residues, overflow) and every supported op against the float
 // reference executor on small random integers.
 
-#include "support.hpp"
+#include "../rewrite/support.hpp"  // synth builds on rewrite: its test helpers serve here too
 
-#include <rlflow/rewrite/exact.hpp>
+#include <rlflow/synth/exact.hpp>
 
 #include <algorithm>
 #include <array>
@@ -20,10 +20,10 @@
 namespace {
 
 using namespace rlflow;
-using rewrite::Exact;
-using rewrite::exact_error;
-using rewrite::ExactTensor;
-using rewrite::fingerprint_prime;
+using synth::Exact;
+using synth::exact_error;
+using synth::ExactTensor;
+using synth::fingerprint_prime;
 using rewrite_test::f32;
 using Ints = std::vector<std::int64_t>;
 
@@ -71,7 +71,7 @@ struct BothRuns {
 };
 
 ExactTensor random_input(const Shape& shape, Rng& rng, const Fill& fill) {
-    ExactTensor t = rewrite::random_exact_tensor(shape, rng, fill.bound);
+    ExactTensor t = synth::random_exact_tensor(shape, rng, fill.bound);
     for (Exact& v : t.values) {
         if (fill.negative_inputs)
             v = integer(-1 - static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(fill.bound))));
@@ -89,15 +89,15 @@ BothRuns run_both(Graph g, const Fill& fill) {
     for (const NodeId id : g.inputs()) {
         const Node& n = g.node(id);
         values[n.name] = random_input(n.outputs[0].type.shape, rng, fill);
-        float_inputs[n.name] = rewrite::to_float_tensor(values[n.name]);
+        float_inputs[n.name] = synth::to_float_tensor(values[n.name]);
     }
     for (const NodeId id : g.weights()) {
         const Node& n = g.node(id);
-        ExactTensor w = rewrite::random_exact_tensor(n.outputs[0].type.shape, rng, fill.bound);
-        g.set_weight_data(id, std::make_shared<const Tensor>(rewrite::to_float_tensor(w)));
+        ExactTensor w = synth::random_exact_tensor(n.outputs[0].type.shape, rng, fill.bound);
+        g.set_weight_data(id, std::make_shared<const Tensor>(synth::to_float_tensor(w)));
         if (fill.weights_in_map) values[n.name] = std::move(w);
     }
-    return {rewrite::exact_run(g, values), exec::Executor{}.run(g, float_inputs).outputs};
+    return {synth::exact_run(g, values), exec::Executor{}.run(g, float_inputs).outputs};
 }
 
 /// Checks every element of every output; returns how many exact elements are non-zero
@@ -324,9 +324,9 @@ TEST_CASE("exact conversion from doubles takes integers and short binary fractio
 TEST_CASE("random_exact_tensor is deterministic under a seed and stays within its bound") {
     const Shape shape{4, 8, 16};
     Rng first(42), second(42), other(43);
-    const ExactTensor a = rewrite::random_exact_tensor(shape, first, 3);
-    CHECK(a == rewrite::random_exact_tensor(shape, second, 3));
-    CHECK_FALSE(a == rewrite::random_exact_tensor(shape, other, 3));
+    const ExactTensor a = synth::random_exact_tensor(shape, first, 3);
+    CHECK(a == synth::random_exact_tensor(shape, second, 3));
+    CHECK_FALSE(a == synth::random_exact_tensor(shape, other, 3));
     CHECK(a.shape == shape);
     REQUIRE(a.values.size() == 512);
     std::array<int, 7> seen{};
@@ -338,21 +338,21 @@ TEST_CASE("random_exact_tensor is deterministic under a seed and stays within it
     }
     CHECK(std::all_of(seen.begin(), seen.end(), [](int count) { return count > 0; }));
     Rng zero_rng(1);
-    const ExactTensor zeros = rewrite::random_exact_tensor(shape, zero_rng, 0);
+    const ExactTensor zeros = synth::random_exact_tensor(shape, zero_rng, 0);
     CHECK(std::all_of(zeros.values.begin(), zeros.values.end(), [](const Exact& v) { return v.is_zero(); }));
-    CHECK_THROWS_AS((void)rewrite::random_exact_tensor(shape, zero_rng, -1), precondition_error);
+    CHECK_THROWS_AS((void)synth::random_exact_tensor(shape, zero_rng, -1), precondition_error);
 }
 
 TEST_CASE("exact_from_tensor takes integer-valued floats and refuses fractions") {
     const Tensor t = Tensor::from_floats({2, 2}, {-3.0f, 0.0f, 7.0f, 16777216.0f});
-    const ExactTensor e = rewrite::exact_from_tensor(t);
+    const ExactTensor e = synth::exact_from_tensor(t);
     CHECK(e.shape == t.shape());
     CHECK(e.values == std::vector<Exact>{integer(-3), integer(0), integer(7), integer(16777216)});
-    CHECK(rewrite::to_float_tensor(e) == t);
-    CHECK_THROWS_WITH_AS((void)rewrite::exact_from_tensor(Tensor::from_floats({2}, {1.0f, 0.5f})),
+    CHECK(synth::to_float_tensor(e) == t);
+    CHECK_THROWS_WITH_AS((void)synth::exact_from_tensor(Tensor::from_floats({2}, {1.0f, 0.5f})),
                          doctest::Contains("element 1"), exact_error);
     CHECK_THROWS_AS(
-        (void)rewrite::exact_from_tensor(Tensor::from_values(DType::Int64, {1}, std::vector<std::int64_t>{1})),
+        (void)synth::exact_from_tensor(Tensor::from_values(DType::Int64, {1}, std::vector<std::int64_t>{1})),
         exact_error);
 }
 
@@ -535,68 +535,68 @@ TEST_CASE("exact_run runs a multi-op graph with weights from data or values and 
     for (const NodeId id : zeroed.weights())
         zeroed.set_weight_data(id, std::make_shared<const Tensor>(Tensor(zeroed.node(id).outputs[0].type)));
     Rng rng(3);
-    std::map<std::string, ExactTensor> values{{"x", rewrite::random_exact_tensor({1, 4, 6, 6}, rng)}};
-    const auto zero_run = rewrite::exact_run(zeroed, values);
+    std::map<std::string, ExactTensor> values{{"x", synth::random_exact_tensor({1, 4, 6, 6}, rng)}};
+    const auto zero_run = synth::exact_run(zeroed, values);
     for (const char* name : {"conv.w", "conv.b", "head"}) {
         const NodeId id = rewrite_test::node_named(zeroed, name);
-        values[name] = rewrite::random_exact_tensor(zeroed.node(id).outputs[0].type.shape, rng);
+        values[name] = synth::random_exact_tensor(zeroed.node(id).outputs[0].type.shape, rng);
     }
-    const auto mapped_run = rewrite::exact_run(zeroed, values);
+    const auto mapped_run = synth::exact_run(zeroed, values);
     CHECK_FALSE(mapped_run[0] == zero_run[0]);
     for (const char* name : {"conv.w", "conv.b", "head"})
         zeroed.set_weight_data(rewrite_test::node_named(zeroed, name),
-                               std::make_shared<const Tensor>(rewrite::to_float_tensor(values[name])));
+                               std::make_shared<const Tensor>(synth::to_float_tensor(values[name])));
     values.erase("conv.w");
     values.erase("conv.b");
     values.erase("head");
-    CHECK(rewrite::exact_run(zeroed, values) == mapped_run);
+    CHECK(synth::exact_run(zeroed, values) == mapped_run);
 }
 
 // ---- refusals ----------------------------------------------------------------------------------
 
 TEST_CASE("exact_run refuses opaque nodes, sigmoids and missing or misshapen values, naming the node") {
     Rng rng(1);
-    const std::map<std::string, ExactTensor> values{{"x", rewrite::random_exact_tensor({1, 2, 4, 4}, rng)}};
+    const std::map<std::string, ExactTensor> values{{"x", synth::random_exact_tensor({1, 2, 4, 4}, rng)}};
     {
         Graph g;
         const TensorRef x{g.add_input("x", f32({1, 2, 4, 4})), 0};
         g.add_output({g.add_opaque("Mystery", "", {x}, {f32({1, 2, 4, 4})}, {}, "oracle"), 0});
-        CHECK_THROWS_WITH_AS((void)rewrite::exact_run(g, values), doctest::Contains("Mystery node 'oracle'"),
+        CHECK_THROWS_WITH_AS((void)synth::exact_run(g, values), doctest::Contains("Mystery node 'oracle'"),
                              graph_error);
     }
     {
         Graph g;
         const TensorRef x{g.add_input("x", f32({1, 2, 4, 4})), 0};
         g.add_output({g.add_node(OpKind::Sigmoid, {x}, {}, "squash"), 0});
-        CHECK_THROWS_WITH_AS((void)rewrite::exact_run(g, values), doctest::Contains("Sigmoid node 'squash'"),
+        CHECK_THROWS_WITH_AS((void)synth::exact_run(g, values), doctest::Contains("Sigmoid node 'squash'"),
                              exact_error);
-        CHECK_THROWS_WITH_AS((void)rewrite::exact_run(g, values), doctest::Contains("no exact form"), exact_error);
+        CHECK_THROWS_WITH_AS((void)synth::exact_run(g, values), doctest::Contains("no exact form"), exact_error);
         Rng other(2);
-        const std::map<std::string, ExactTensor> wrong{{"x", rewrite::random_exact_tensor({1, 2, 4, 5}, other)}};
-        CHECK_THROWS_AS((void)rewrite::exact_run(g, wrong), exact_error);  // the refusal comes before any value
+        const std::map<std::string, ExactTensor> wrong{{"x", synth::random_exact_tensor({1, 2, 4, 5}, other)}};
+        CHECK_THROWS_AS((void)synth::exact_run(g, wrong), exact_error);  // the refusal comes before any value
     }
     {
         Graph g;
         const TensorRef x{g.add_input("x", f32({1, 2, 4, 4})), 0};
         const TensorRef w{g.add_weight("w", f32({2, 2, 3, 3})), 0};
         g.add_output({g.add_node(OpKind::Conv2D, {x, w}, {{"activation", int_attr(2)}}, "gate"), 0});
-        CHECK_THROWS_WITH_AS((void)rewrite::exact_run(g, values), doctest::Contains("Conv2D node 'gate'"), exact_error);
-        CHECK_THROWS_WITH_AS((void)rewrite::exact_run(g, values), doctest::Contains("sigmoid"), exact_error);
+        CHECK_THROWS_WITH_AS((void)synth::exact_run(g, values), doctest::Contains("Conv2D node 'gate'"), exact_error);
+        CHECK_THROWS_WITH_AS((void)synth::exact_run(g, values), doctest::Contains("sigmoid"), exact_error);
     }
     {
         Graph g;
         const TensorRef x{g.add_input("x", f32({1, 2, 4, 4})), 0};
         const TensorRef w{g.add_weight("w", f32({2, 2, 1, 1})), 0};
         g.add_output({g.add_node(OpKind::Conv2D, {x, w}, {}, "conv"), 0});
-        CHECK_THROWS_WITH_AS((void)rewrite::exact_run(g, values), doctest::Contains("neither a value nor data"),
+        CHECK_THROWS_WITH_AS((void)synth::exact_run(g, values), doctest::Contains("neither a value nor data"),
                              precondition_error);
-        CHECK_THROWS_WITH_AS((void)rewrite::exact_run(g, {}), doctest::Contains("no value for graph input 'x'"),
+        CHECK_THROWS_WITH_AS((void)synth::exact_run(g, {}), doctest::Contains("no value for graph input 'x'"),
                              precondition_error);
         g.set_weight_data(w.node, std::make_shared<const Tensor>(Tensor::from_floats({2, 2, 1, 1}, {1, 2, 0.5f, 3})));
-        CHECK_THROWS_WITH_AS((void)rewrite::exact_run(g, values), doctest::Contains("Weight node 'w'"), exact_error);
+        CHECK_THROWS_WITH_AS((void)synth::exact_run(g, values), doctest::Contains("Weight node 'w'"), exact_error);
         Rng other(2);
-        const std::map<std::string, ExactTensor> wrong{{"x", rewrite::random_exact_tensor({1, 2, 4, 5}, other)}};
-        CHECK_THROWS_WITH_AS((void)rewrite::exact_run(g, wrong), doctest::Contains("(1,2,4,5)"), shape_error);
+        const std::map<std::string, ExactTensor> wrong{{"x", synth::random_exact_tensor({1, 2, 4, 5}, other)}};
+        CHECK_THROWS_WITH_AS((void)synth::exact_run(g, wrong), doctest::Contains("(1,2,4,5)"), shape_error);
     }
 }
 
@@ -606,60 +606,60 @@ TEST_CASE("exact MaxPool over padding only and averages over 11 elements throw e
     g.add_output(
         {g.add_node(OpKind::MaxPool, {x}, {{"kernel_shape", Ints{1, 1}}, {"pads", Ints{1, 0, 0, 0}}}, "pool"), 0});
     Rng rng(4);
-    const std::map<std::string, ExactTensor> values{{"x", rewrite::random_exact_tensor({1, 1, 1, 11}, rng)}};
+    const std::map<std::string, ExactTensor> values{{"x", synth::random_exact_tensor({1, 1, 1, 11}, rng)}};
     // The float kernel's answer for that window: the lowest float, which no Exact holds.
-    const std::vector<Tensor> float_inputs{rewrite::to_float_tensor(values.at("x"))};
+    const std::vector<Tensor> float_inputs{synth::to_float_tensor(values.at("x"))};
     const auto floats = exec::Executor{}.run(g, float_inputs).outputs;
     CHECK(floats[0].floats()[0] == std::numeric_limits<float>::lowest());
-    CHECK_THROWS_WITH_AS((void)rewrite::exact_run(g, values), doctest::Contains("MaxPool node 'pool'"), exact_error);
-    CHECK_THROWS_WITH_AS((void)rewrite::exact_run(g, values), doctest::Contains("only padding"), exact_error);
+    CHECK_THROWS_WITH_AS((void)synth::exact_run(g, values), doctest::Contains("MaxPool node 'pool'"), exact_error);
+    CHECK_THROWS_WITH_AS((void)synth::exact_run(g, values), doctest::Contains("only padding"), exact_error);
 
     Graph average;
     const TensorRef y{average.add_input("x", f32({1, 1, 1, 11})), 0};
     average.add_output({average.add_node(OpKind::AveragePool, {y}, {{"kernel_shape", Ints{1, 11}}}, "mean11"), 0});
-    CHECK_THROWS_WITH_AS((void)rewrite::exact_run(average, values), doctest::Contains("AveragePool node 'mean11'"),
+    CHECK_THROWS_WITH_AS((void)synth::exact_run(average, values), doctest::Contains("AveragePool node 'mean11'"),
                          exact_error);
-    CHECK_THROWS_WITH_AS((void)rewrite::exact_run(average, values), doctest::Contains("divide by 11"), exact_error);
+    CHECK_THROWS_WITH_AS((void)synth::exact_run(average, values), doctest::Contains("divide by 11"), exact_error);
 }
 
 TEST_CASE("exact_op runs one op and checks its operands") {
     Rng rng(8);
-    const ExactTensor a = rewrite::random_exact_tensor({2, 3}, rng);
-    const ExactTensor b = rewrite::random_exact_tensor({3}, rng);
+    const ExactTensor a = synth::random_exact_tensor({2, 3}, rng);
+    const ExactTensor b = synth::random_exact_tensor({3}, rng);
     const std::vector<const ExactTensor*> inputs{&a, &b};
     const std::vector<TensorType> out{f32({2, 3})};
-    const auto sum = rewrite::exact_op(OpKind::Add, {}, inputs, out);
+    const auto sum = synth::exact_op(OpKind::Add, {}, inputs, out);
     REQUIRE(sum.size() == 1);
     CHECK(sum[0].shape == Shape{2, 3});
     for (std::size_t i = 0; i < 6; ++i) CHECK(sum[0].values[i] == a.values[i] + b.values[i % 3]);
-    CHECK_THROWS_AS((void)rewrite::exact_op(OpKind::Add, {}, std::vector<const ExactTensor*>{&a}, out),
+    CHECK_THROWS_AS((void)synth::exact_op(OpKind::Add, {}, std::vector<const ExactTensor*>{&a}, out),
                     precondition_error);
-    CHECK_THROWS_AS((void)rewrite::exact_op(OpKind::Add, {}, inputs, std::vector<TensorType>{f32({3, 2})}),
+    CHECK_THROWS_AS((void)synth::exact_op(OpKind::Add, {}, inputs, std::vector<TensorType>{f32({3, 2})}),
                     shape_error);
-    CHECK_THROWS_WITH_AS((void)rewrite::exact_op(OpKind::Sigmoid, {}, std::vector<const ExactTensor*>{&a}, out),
+    CHECK_THROWS_WITH_AS((void)synth::exact_op(OpKind::Sigmoid, {}, std::vector<const ExactTensor*>{&a}, out),
                          doctest::Contains("Sigmoid"), exact_error);
-    CHECK_THROWS_AS((void)rewrite::exact_op(OpKind::Opaque, {}, inputs, out), graph_error);
-    CHECK_THROWS_AS((void)rewrite::exact_op(OpKind::Input, {}, {}, out), precondition_error);
+    CHECK_THROWS_AS((void)synth::exact_op(OpKind::Opaque, {}, inputs, out), graph_error);
+    CHECK_THROWS_AS((void)synth::exact_op(OpKind::Input, {}, {}, out), precondition_error);
     // exact_op and exact_run agree on a conv.
-    const ExactTensor x = rewrite::random_exact_tensor({1, 2, 5, 5}, rng),
-                      w = rewrite::random_exact_tensor({3, 2, 3, 3}, rng);
+    const ExactTensor x = synth::random_exact_tensor({1, 2, 5, 5}, rng),
+                      w = synth::random_exact_tensor({3, 2, 3, 3}, rng);
     Graph g = single_op(OpKind::Conv2D, {{1, 2, 5, 5}}, {{3, 2, 3, 3}}, {{"strides", Ints{2, 2}}});
     const Node& conv = g.node(rewrite_test::node_named(g, "op"));
-    const auto direct = rewrite::exact_op(OpKind::Conv2D, conv.attributes, std::vector<const ExactTensor*>{&x, &w},
+    const auto direct = synth::exact_op(OpKind::Conv2D, conv.attributes, std::vector<const ExactTensor*>{&x, &w},
                                           std::vector<TensorType>{conv.outputs[0].type});
-    CHECK(direct == rewrite::exact_run(g, {{"x0", x}, {"w0", w}}));
+    CHECK(direct == synth::exact_run(g, {{"x0", x}, {"w0", w}}));
 }
 
 TEST_CASE("exact Conv2D and MatMul agree on integers, fractions and numerators too large for int64 sums") {
     Rng rng(17);
-    const ExactTensor x = rewrite::random_exact_tensor({2, 4, 5, 5}, rng),
-                      w = rewrite::random_exact_tensor({4, 2, 3, 3}, rng);
+    const ExactTensor x = synth::random_exact_tensor({2, 4, 5, 5}, rng),
+                      w = synth::random_exact_tensor({4, 2, 3, 3}, rng);
     ExactTensor half_x = x;
     for (Exact& v : half_x.values) v = v.divided_by(2);
     Graph g = single_op(OpKind::Conv2D, {{2, 4, 5, 5}}, {{4, 2, 3, 3}},
                         {{"group", int_attr(2)}, {"pads", Ints{1, 0, 1, 2}}, {"activation", int_attr(1)}});
-    const auto whole = rewrite::exact_run(g, {{"x0", x}, {"w0", w}});
-    const auto halved = rewrite::exact_run(g, {{"x0", half_x}, {"w0", w}});
+    const auto whole = synth::exact_run(g, {{"x0", x}, {"w0", w}});
+    const auto halved = synth::exact_run(g, {{"x0", half_x}, {"w0", w}});
     ExactTensor doubled = halved[0];
     for (Exact& v : doubled.values) v = v * integer(2);
     CHECK(doubled == whole[0]);
@@ -668,47 +668,47 @@ TEST_CASE("exact Conv2D and MatMul agree on integers, fractions and numerators t
     // Numerators too large for int64 sums take the checked multiply-adds and stay exact.
     ExactTensor big_x = x;
     for (Exact& v : big_x.values) v = v * Exact::from_double(0x1p40);
-    const auto big = rewrite::exact_run(g, {{"x0", big_x}, {"w0", w}});
+    const auto big = synth::exact_run(g, {{"x0", big_x}, {"w0", w}});
     ExactTensor scaled = whole[0];
     for (Exact& v : scaled.values) v = v * Exact::from_double(0x1p40);
     CHECK(big[0] == scaled);
 
     // A fractional bias over integer operands: the sums move to the bias's denominator.
-    ExactTensor bias = rewrite::random_exact_tensor({4}, rng);
+    ExactTensor bias = synth::random_exact_tensor({4}, rng);
     for (Exact& v : bias.values) v = v.divided_by(6);
     Graph biased = single_op(OpKind::Conv2D, {{2, 4, 5, 5}}, {{4, 2, 3, 3}, {4}}, {{"group", int_attr(2)}});
     Graph unbiased = single_op(OpKind::Conv2D, {{2, 4, 5, 5}}, {{4, 2, 3, 3}}, {{"group", int_attr(2)}});
-    const ExactTensor with_bias = rewrite::exact_run(biased, {{"x0", x}, {"w0", w}, {"w1", bias}})[0];
-    const ExactTensor without = rewrite::exact_run(unbiased, {{"x0", x}, {"w0", w}})[0];
+    const ExactTensor with_bias = synth::exact_run(biased, {{"x0", x}, {"w0", w}, {"w1", bias}})[0];
+    const ExactTensor without = synth::exact_run(unbiased, {{"x0", x}, {"w0", w}})[0];
     REQUIRE(with_bias.values.size() == without.values.size());
     constexpr std::size_t pixels = 3 * 3;  // a 3x3 kernel over a 5x5 plane leaves 3x3
     for (std::size_t i = 0; i < with_bias.values.size(); ++i)
         CHECK(with_bias.values[i] == without.values[i] + bias.values[(i / pixels) % 4]);
 
-    const ExactTensor a = rewrite::random_exact_tensor({3, 2, 4}, rng), b = rewrite::random_exact_tensor({4, 5}, rng);
+    const ExactTensor a = synth::random_exact_tensor({3, 2, 4}, rng), b = synth::random_exact_tensor({4, 5}, rng);
     ExactTensor third_a = a;
     for (Exact& v : third_a.values) v = v.divided_by(3);
     Graph mm = single_op(OpKind::MatMul, {{3, 2, 4}, {4, 5}}, {}, {});
-    ExactTensor tripled = rewrite::exact_run(mm, {{"x0", third_a}, {"x1", b}})[0];
+    ExactTensor tripled = synth::exact_run(mm, {{"x0", third_a}, {"x1", b}})[0];
     for (Exact& v : tripled.values) v = v * integer(3);
-    CHECK(tripled == rewrite::exact_run(mm, {{"x0", a}, {"x1", b}})[0]);
+    CHECK(tripled == synth::exact_run(mm, {{"x0", a}, {"x1", b}})[0]);
 }
 
 TEST_CASE("has_exact_form tells which ops and attributes have an exact form") {
-    CHECK(rewrite::has_exact_form(OpKind::Conv2D, {{"activation", int_attr(1)}}));
-    CHECK_FALSE(rewrite::has_exact_form(OpKind::Conv2D, {{"activation", int_attr(2)}}));
-    CHECK_FALSE(rewrite::has_exact_form(OpKind::Conv2D, {{"activation", int_attr(3)}}));
-    CHECK(rewrite::has_exact_form(OpKind::MatMul, {}));
-    CHECK(rewrite::has_exact_form(OpKind::AveragePool, {}));
-    CHECK_FALSE(rewrite::has_exact_form(OpKind::Sigmoid, {}));
-    CHECK_FALSE(rewrite::has_exact_form(OpKind::Div, {}));
-    CHECK_FALSE(rewrite::has_exact_form(OpKind::BatchNormalization, {{"epsilon", 1e-5}}));
-    CHECK(rewrite::has_exact_form(OpKind::Gemm, {{"alpha", 0.5}, {"beta", 1.0}}));
-    CHECK_FALSE(rewrite::has_exact_form(OpKind::Gemm, {{"alpha", 0.1}, {"beta", 1.0}}));
-    CHECK(rewrite::has_exact_form(OpKind::Clip, {{"min", 0.0}, {"max", 6.0}}));
-    CHECK_FALSE(rewrite::has_exact_form(OpKind::Clip, {{"min", 0.1}}));
-    CHECK(rewrite::has_exact_form(OpKind::Pad, {{"pads", Ints{1, 1}}, {"mode", std::string("constant")}}));
-    CHECK_FALSE(rewrite::has_exact_form(OpKind::Pad, {{"pads", Ints{1, 1}}, {"mode", std::string("reflect")}}));
-    CHECK_FALSE(rewrite::has_exact_form(OpKind::Input, {}));
-    CHECK_FALSE(rewrite::has_exact_form(OpKind::Opaque, {}));
+    CHECK(synth::has_exact_form(OpKind::Conv2D, {{"activation", int_attr(1)}}));
+    CHECK_FALSE(synth::has_exact_form(OpKind::Conv2D, {{"activation", int_attr(2)}}));
+    CHECK_FALSE(synth::has_exact_form(OpKind::Conv2D, {{"activation", int_attr(3)}}));
+    CHECK(synth::has_exact_form(OpKind::MatMul, {}));
+    CHECK(synth::has_exact_form(OpKind::AveragePool, {}));
+    CHECK_FALSE(synth::has_exact_form(OpKind::Sigmoid, {}));
+    CHECK_FALSE(synth::has_exact_form(OpKind::Div, {}));
+    CHECK_FALSE(synth::has_exact_form(OpKind::BatchNormalization, {{"epsilon", 1e-5}}));
+    CHECK(synth::has_exact_form(OpKind::Gemm, {{"alpha", 0.5}, {"beta", 1.0}}));
+    CHECK_FALSE(synth::has_exact_form(OpKind::Gemm, {{"alpha", 0.1}, {"beta", 1.0}}));
+    CHECK(synth::has_exact_form(OpKind::Clip, {{"min", 0.0}, {"max", 6.0}}));
+    CHECK_FALSE(synth::has_exact_form(OpKind::Clip, {{"min", 0.1}}));
+    CHECK(synth::has_exact_form(OpKind::Pad, {{"pads", Ints{1, 1}}, {"mode", std::string("constant")}}));
+    CHECK_FALSE(synth::has_exact_form(OpKind::Pad, {{"pads", Ints{1, 1}}, {"mode", std::string("reflect")}}));
+    CHECK_FALSE(synth::has_exact_form(OpKind::Input, {}));
+    CHECK_FALSE(synth::has_exact_form(OpKind::Opaque, {}));
 }

@@ -1,9 +1,10 @@
 #pragma once
 /// \file
-/// The prover's axioms about tensor constants (constant_tensor.hpp), after TASO's constant
-/// axioms (REFERENCE.md): a convolution with an identity kernel, an average pool as a
-/// depthwise convolution with a uniform 1/9 kernel, products with an identity matrix and
-/// with ones. prover.hpp validates and encodes them like every other axiom.
+/// The prover's axioms about tensor constants (rewrite/constant_tensor.hpp), after TASO's
+/// constant axioms (the TASO paper, Jia et al., SOSP 2019): a convolution with an identity
+/// kernel, an average pool as a depthwise convolution with a uniform 1/9 kernel, products
+/// with an identity matrix and with ones. prover.hpp validates and encodes them like every
+/// other axiom.
 ///
 /// Each is written with the literal attributes that normalisation gives the generator's
 /// ops (generator_config.hpp): a 3x3 convolution at stride 1 with SAME pads, dilations 1,
@@ -11,12 +12,13 @@
 
 #include <rlflow/rewrite/builtin_rules.hpp>
 #include <rlflow/rewrite/detail/rule_text_writer.hpp>
+#include <rlflow/synth/detail/rewrite_names.hpp>
 
 #include <array>
 #include <string>
 #include <string_view>
 
-namespace rlflow::rewrite::detail {
+namespace rlflow::synth::detail {
 
 /// The element of a 3x3 average-pooling kernel as a rule writes it: 1/9 rounded to
 /// float32 (GeneratorConstant::rule_value), so the axiom's literal is the one generated
@@ -130,4 +132,4 @@ inline constexpr std::string_view matmul_identity_left_instances = "x=(3,2); x=(
 inline constexpr std::string_view matmul_identity_left_vector_instances = "x=(3,); x=(5,)";
 inline constexpr std::string_view mul_by_ones_instances = "x=(2,3) $s=[2,3]; x=(2,3) $s=[1,3]; x=(4,) $s=[4]";
 
-}  // namespace rlflow::rewrite::detail
+}  // namespace rlflow::synth::detail

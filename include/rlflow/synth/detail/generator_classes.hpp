@@ -1,0 +1,181 @@
+#pragma once
+/// \file
+/// Stages 1 to 3 of the generator (synth/generator.hpp): enumerate every graph on the
+/// workers (detail/generator_enumerator.hpp), add the graphs of variables alone, and group
+/// graphs of equal fingerprints into classes whose outputs are exactly equal on every
+/// exact input set. Also the worker pool the later stages share.
+
+#include <rlflow/synth/detail/generator_enumerator.hpp>
+#include <rlflow/synth/detail/generator_graph.hpp>
+#include <rlflow/synth/detail/generator_pairs.hpp>
+#include <rlflow/synth/generator_options.hpp>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace rlflow::synth::detail {
+
+using Clock = std::chrono::steady_clock;
+
+[[nodiscard]] inline double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// Runs `work(i)` for i in [0, count) on `jobs` threads, calling `progress(done)` from the
+/// calling thread's share as items finish. Exceptions in a worker are rethrown.
+inline void parallel_for(std::size_t count, unsigned jobs, const std::function<void(std::size_t, unsigned)>& work,
+                         const std::function<void(std::size_t)>& progress) {
+    std::atomic<std::size_t> next{0}, done{0};
+    std::vector<std::exception_ptr> errors(std::max(1u, jobs));
+    const auto worker = [&](unsigned w) {
+        try {
+            for (std::size_t i = next++; i < count; i = next++) {
+                work(i, w);
+                ++done;
+                if (w == 0 && progress) progress(done.load());
+            }
+        } catch (...) {
+            errors[w] = std::current_exception();  // rethrown below, after every worker stopped
+            next = count;
+        }
+    };
+    std::vector<std::thread> threads;
+    for (unsigned w = 1; w < jobs; ++w) threads.emplace_back(worker, w);
+    worker(0);
+    for (std::thread& t : threads) t.join();
+    for (const std::exception_ptr& e : errors)
+        if (e) std::rethrow_exception(e);
+    if (progress) progress(count);
+}
+
+/// Graphs of no nodes whose outputs are one variable, or two (up to max_outputs): the
+/// targets of rules that cancel ops. Constants are left out.
+inline void add_variable_graphs(const GeneratorSpace& space, const GeneratorOptions& o, std::vector<GenGraph>& graphs) {
+    Fingerprinter fingerprint(o.seed);
+    const auto values = variable_values(space, o.seed, 0, o.value_bound);
+    std::vector<std::uint64_t> fps;
+    for (const ExactTensor& v : values) fps.push_back(fingerprint(v));
+    const auto variables = static_cast<std::uint16_t>(space.variables.size());
+    for (std::uint16_t v = 0; v < variables; ++v) {
+        if (space.variables[v].is_constant()) continue;  // a rule's target cannot be a bare constant
+        GenGraph one;
+        one.outputs = {v};
+        one.key = {0, v};
+        one.fingerprint = graph_fingerprint(std::array{fps[v]});
+        graphs.push_back(std::move(one));
+        for (std::uint16_t u = 0; u < variables && o.max_outputs >= 2; ++u) {
+            if (u == v || fps[u] >= fps[v] || space.variables[u].is_constant()) continue;  // each pair once, in fingerprint order
+            GenGraph two;
+            two.outputs = {u, v};
+            two.key = {1, (std::uint64_t{u} << 16) | v};
+            two.fingerprint = graph_fingerprint(std::array{fps[u], fps[v]});
+            graphs.push_back(std::move(two));
+        }
+    }
+}
+
+/// Every enumerated graph (canonical node order, sorted by key), then the graphs of
+/// variables alone.
+[[nodiscard]] inline std::vector<GenGraph> enumerate_graphs(const GeneratorSpace& space, const GeneratorOptions& o,
+                                                           GeneratorReport& report) {
+    const EnumerationLimits limits{o.max_ops, o.max_outputs, o.seed, o.value_bound};
+    SeenStates seen;
+    const unsigned jobs = std::max(1u, o.jobs);
+    std::vector<Enumerator> workers;
+    workers.reserve(jobs);
+    for (unsigned w = 0; w < jobs; ++w) workers.emplace_back(space, limits, seen);
+    const std::vector<GenNode> roots = o.max_ops > 0 ? workers[0].first_nodes() : std::vector<GenNode>{};
+    parallel_for(
+        roots.size(), jobs, [&](std::size_t i, unsigned w) { workers[w].run_from(roots[i]); },
+        [&](std::size_t done) {
+            if (o.on_progress) o.on_progress({"enumerate", done, roots.size()});
+        });
+    std::vector<GenGraph> graphs;
+    EnumerationCounts counts;
+    for (Enumerator& w : workers) {
+        counts += w.counts();
+        for (const GenGraph& g : w.recorded()) graphs.push_back(canonical_order(g, space.variables.size()));
+    }
+    std::sort(graphs.begin(), graphs.end(), [](const GenGraph& a, const GenGraph& b) { return a.key < b.key; });
+    add_variable_graphs(space, o, graphs);
+    report.states = counts.states;
+    report.graphs = counts.recorded;
+    report.redundant_states = counts.redundant;
+    report.inexact = counts.inexact;
+    return graphs;
+}
+
+/// The outputs of graph `g` on every exact input set, and their types.
+struct Evaluated {
+    std::vector<std::vector<ExactTensor>> outputs;  // [set][output]
+    std::vector<std::uint32_t> types;
+};
+
+[[nodiscard]] inline Evaluated evaluate_outputs(const GenGraph& g, OpApplier& applier,
+                                                const std::vector<std::vector<ExactTensor>>& sets) {
+    Evaluated e;
+    const std::vector<std::uint32_t> ids = tensor_type_ids(g, applier);
+    for (const std::uint16_t t : g.outputs) e.types.push_back(ids[t]);
+    for (const auto& variables : sets) {
+        std::vector<ExactTensor> all = evaluate(g, applier, variables);
+        std::vector<ExactTensor> outs;
+        for (const std::uint16_t t : g.outputs) outs.push_back(std::move(all[t]));
+        e.outputs.push_back(std::move(outs));
+    }
+    return e;
+}
+
+/// Groups graphs with equal fingerprints into classes of exactly equal outputs (on every
+/// input set, output by output in fingerprint order). Classes of one are dropped.
+[[nodiscard]] inline std::vector<std::vector<std::size_t>> equal_classes(const std::vector<GenGraph>& graphs,
+                                                                         const GeneratorSpace& space,
+                                                                         const GeneratorOptions& o) {
+    std::unordered_map<std::uint64_t, std::vector<std::size_t>> buckets;
+    for (std::size_t i = 0; i < graphs.size(); ++i) buckets[graphs[i].fingerprint].push_back(i);
+    std::vector<std::vector<std::size_t>> candidates;
+    for (auto& [fp, members] : buckets)
+        if (members.size() > 1) candidates.push_back(std::move(members));
+    std::sort(candidates.begin(), candidates.end());
+    std::vector<std::vector<ExactTensor>> sets;
+    for (std::size_t s = 0; s < std::max<std::size_t>(1, o.exact_trials); ++s)
+        sets.push_back(variable_values(space, o.seed, s, o.value_bound));
+    const unsigned jobs = std::max(1u, o.jobs);
+    std::vector<OpApplier> appliers(jobs, OpApplier(space));
+    std::vector<std::vector<std::vector<std::size_t>>> per_bucket(candidates.size());
+    parallel_for(
+        candidates.size(), jobs,
+        [&](std::size_t b, unsigned w) {
+            std::vector<std::pair<Evaluated, std::vector<std::size_t>>> groups;
+            for (const std::size_t i : candidates[b]) {
+                Evaluated e;
+                try {
+                    e = evaluate_outputs(graphs[i], appliers[w], sets);
+                } catch (const exact_error&) {
+                    continue;  // overflows on another input set: it cannot be compared exactly
+                }
+                const auto same = std::find_if(groups.begin(), groups.end(), [&](const auto& g) {
+                    return g.first.types == e.types && g.first.outputs == e.outputs;
+                });
+                if (same != groups.end()) same->second.push_back(i);
+                else groups.emplace_back(std::move(e), std::vector<std::size_t>{i});
+            }
+            for (auto& [e, members] : groups)
+                if (members.size() > 1) per_bucket[b].push_back(std::move(members));
+        },
+        [&](std::size_t done) {
+            if (o.on_progress) o.on_progress({"classes", done, candidates.size()});
+        });
+    std::vector<std::vector<std::size_t>> classes;
+    for (auto& bucket : per_bucket)
+        for (auto& c : bucket) classes.push_back(std::move(c));
+    return classes;
+}
+
+}  // namespace rlflow::synth::detail
