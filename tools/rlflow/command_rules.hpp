@@ -73,6 +73,14 @@ inline nlohmann::json generator_report_json(const synth::GeneratorReport& r, con
             {"verify_seconds", r.verify_seconds}};
 }
 
+/// "median Z3 0.012 s", or what was not done: no proofs under --no-prove.
+inline std::string proof_time_text(const RulesOptions& o, const synth::GeneratorReport& r) {
+    if (o.no_prove) return "numeric checks only, no Z3 proofs";
+    char text[64];
+    std::snprintf(text, sizeof text, "median Z3 %.3f s", median(r.proof_seconds));
+    return text;
+}
+
 inline void generate_command(RulesOptions o) {
     synth::GeneratorSpace space = synth::default_generator_space();
     if (!o.ops.empty()) space = synth::restrict_ops(space, o.ops);
@@ -103,8 +111,8 @@ inline void generate_command(RulesOptions o) {
                 r.classes, r.candidates, r.pruned_disconnected, r.pruned_common_subgraph, r.pruned_common_supergraph,
                 r.pruned_renaming, r.pruned_subsumed, r.pruned_redundant, r.pruned_constant_as_variable,
                 r.pruned_constant_shape, r.pruned_known, r.pair_seconds);
-    std::printf("verified: %zu proved, %zu tested, %zu rejected (%.1f s; median Z3 %.3f s)\n", r.proved, r.tested,
-                r.rejected, r.verify_seconds, median(r.proof_seconds));
+    std::printf("verified: %zu proved, %zu tested, %zu rejected (%.1f s; %s)\n", r.proved, r.tested, r.rejected,
+                r.verify_seconds, proof_time_text(o, r).c_str());
     std::printf("wrote %zu rules to %s\n", generated.rules.size(), o.output.c_str());
 }
 
@@ -130,15 +138,20 @@ inline void verify_command(const RulesOptions& o) {
         if (checked[i].verification == rewrite::Verification::rejected)
             throw rule_error(o.file + ": rule #" + std::to_string(i) + " '" + checked[i].name
                              + "' fails verification (numeric check or Z3 counterexample)");
-    std::printf("%zu rules: %zu proved, %zu tested, 0 rejected (median Z3 %.3f s)\n", checked.size(), report.proved,
-                report.tested, median(report.proof_seconds));
+    std::printf("%zu rules: %zu proved, %zu tested, 0 rejected (%s)\n", checked.size(), report.proved, report.tested,
+                proof_time_text(o, report).c_str());
 }
 
 inline void stats_command(const RulesOptions& o) {
     const std::vector<rewrite::Rule> rules = rewrite::load_rules(o.file);
     std::map<std::string, std::size_t> by_size, by_ops, by_status;
     for (const rewrite::Rule& rule : rules) {
-        ++by_size["(" + std::to_string(rule.source.size()) + "," + std::to_string(rule.target.size()) + ")"];
+        // Side sizes count ops, as --max-ops does: Constant nodes (a rule's literal
+        // tensors) are not ops of the pattern.
+        const auto ops_on = [](const auto& side) {
+            return std::count_if(side.begin(), side.end(), [](const rewrite::PatternNode& n) { return n.op != OpKind::Constant; });
+        };
+        ++by_size["(" + std::to_string(ops_on(rule.source)) + "," + std::to_string(ops_on(rule.target)) + ")"];
         std::set<std::string> ops;
         for (const auto* side : {&rule.source, &rule.target})
             for (const rewrite::PatternNode& n : *side) ops.insert(std::string(op_name(n.op)));
@@ -160,7 +173,7 @@ inline void stats_command(const RulesOptions& o) {
         for (const auto& [key, count] : counts) std::printf("  %-40s %6zu\n", key.c_str(), count);
     };
     table("by status", by_status);
-    table("by (source ops, target ops)", by_size);
+    table("by (source ops, target ops), constants not counted", by_size);
     table("by ops used", by_ops);
 }
 
