@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -214,6 +215,10 @@ TEST_CASE("optimize reports net rewrites and why it stopped in words, and errors
     std::ifstream in(report);
     const auto j = nlohmann::json::parse(in);
     CHECK(j.contains("rewrites_applied"));
+    // Every step, in order: the applied counts are the sequence's.
+    std::map<std::string, int> steps;
+    for (const auto& rule : j["rewrite_sequence"]) ++steps[rule.get<std::string>()];
+    CHECK(nlohmann::json(steps) == j["rewrites_applied"]);
     for (const auto& [forward, backward] : {std::pair{"merge_group_conv_bias", "split_group_conv_bias"},
                                            std::pair{"fuse_conv_relu_bias", "unfuse_conv_relu_bias"},
                                            std::pair{"merge_group_conv", "split_group_conv"}})

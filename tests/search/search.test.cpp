@@ -6,6 +6,9 @@
 
 #include <doctest/doctest.h>
 
+#include <map>
+#include <string>
+
 #include <atomic>
 
 using namespace rlflow;
@@ -41,6 +44,7 @@ TEST_CASE("greedy search lowers the cost of zoo graphs and keeps their function"
         std::size_t applied = 0;
         for (const auto& [rule, count] : result.rewrites) applied += count;
         CHECK(applied == result.expansions);
+        CHECK(result.sequence.size() == result.expansions);
         const auto report = rewrite::check_equivalence(g, result.graph, {.trials = 1, .seed = 1, .rtol = 1e-3, .atol = 1e-4});
         CHECK_MESSAGE(report.equal, report.detail);
     }
@@ -56,6 +60,12 @@ TEST_CASE("both searches are deterministic") {
     const auto b = search::backtracking(g, rules(), model, options);
     CHECK(canonical_hash(a.graph) == canonical_hash(b.graph));
     CHECK(a.rewrites == b.rewrites);
+    CHECK(a.sequence == b.sequence);
+    // The sequence lists every step the counts count, in order.
+    std::map<std::string, std::size_t> counted;
+    for (const std::string& rule : a.sequence) ++counted[rule];
+    CHECK(counted == a.rewrites);
+    CHECK_FALSE(a.sequence.empty());
 }
 
 TEST_CASE("backtracking keeps the best graph, stops on its budget and reports progress") {

@@ -130,6 +130,7 @@ struct Outcome {
     Graph graph;
     double cost_ms = 0;
     std::map<std::string, std::size_t> rewrites;
+    std::vector<std::string> sequence;
     bool is_input = false;
 };
 
@@ -138,8 +139,9 @@ struct Outcome {
 inline std::vector<Outcome> candidate_outcomes(search::SearchResult& r) {
     std::vector<Outcome> out;
     if (r.rewrites.empty()) return out;
-    out.push_back({std::move(r.graph), r.best_cost_ms, r.rewrites, false});
-    for (auto& runner : r.runners_up) out.push_back({std::move(runner.graph), runner.cost_ms, runner.rewrites, false});
+    out.push_back({std::move(r.graph), r.best_cost_ms, r.rewrites, r.sequence, false});
+    for (auto& runner : r.runners_up)
+        out.push_back({std::move(runner.graph), runner.cost_ms, runner.rewrites, runner.sequence, false});
     for (Outcome& c : out) {
         c.graph.remove_dead_nodes();
         (void)exec::fold_weight_only(c.graph);
@@ -210,6 +212,7 @@ inline nlohmann::json optimize_report(const OptimizeOptions& o, const std::strin
     j["written"] = written.is_input ? "input" : "optimised";
     j["rewrites"] = net_rewrites(written.rewrites);
     j["rewrites_applied"] = written.rewrites;
+    j["rewrite_sequence"] = written.sequence;
     j["search_rewrites"] = r.rewrites;
     j["expansions"] = r.expansions;
     j["stop_reason"] = search::stop_reason_name(r.reason);
@@ -253,7 +256,7 @@ inline void print_summary(const nlohmann::json& j) {
         std::printf("wrote the input unchanged\n");
         return;
     }
-    std::printf("rewrites (net: steps that undo each other are left out; all steps in the report):\n");
+    std::printf("rewrites (net: steps that undo each other are left out; every step, in order, in the report):\n");
     for (const auto& [rule, count] : j["rewrites"].items()) std::printf("  %-34s %6d\n", rule.c_str(), count.get<int>());
     if (j["verification"] == "regions")
         std::printf("verified region by region (%zu regions, random boundary values): max |diff| %.3g\n",
@@ -361,7 +364,7 @@ void optimize_with(const OptimizeOptions& o, Backend backend, const std::string&
     std::vector<Outcome> candidates = candidate_outcomes(result);
     const GuardOutcome guarded = run_guard_for(model, original, candidates, guard, model_file(o));
     Outcome written = candidates.empty() || guarded.decision == "input"
-                          ? Outcome{original, result.initial_cost_ms, {}, true}
+                          ? Outcome{original, result.initial_cost_ms, {}, {}, true}
                           : std::move(candidates[guarded.decision == "candidate" ? guarded.chosen : 0]);
     const Verification check = written.is_input ? Verification{"none (the input is written)", true, 0, 0, ""}
                                                 : verify(original, written.graph, o);

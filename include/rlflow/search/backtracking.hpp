@@ -36,7 +36,8 @@ struct Candidate {
     std::uint32_t choice = 0;
     /// Whether `parent` is the graph itself (the input).
     bool materialized = false;
-    std::vector<std::uint32_t> counts;
+    /// The rule ids applied from the input to this graph, in order.
+    std::vector<std::uint32_t> path;
 
     /// The graph, and the nodes the rewrite touched in the parent's graph.
     [[nodiscard]] std::pair<Graph, std::vector<NodeId>> graph() const {
@@ -95,7 +96,7 @@ public:
             Graph g = c.graph().first;
             if (!seen.insert(g)) continue;
             const double ms = model.graph_cost(g);
-            result.push_back({std::move(g), ms, named_counts(rules, c.counts)});
+            result.push_back({std::move(g), ms, named_counts(rules, c.path), named_sequence(rules, c.path)});
         }
         return result;
     }
@@ -120,7 +121,7 @@ template <cost::CostBackend Backend>
     std::uint64_t order = 0;
     detail::Candidate best{result.initial_cost_ms, order,
                            std::make_shared<const rewrite::Rewriter>(graph, rules, detail::every_location), 0, 0, true,
-                           std::vector<std::uint32_t>(rules->size(), 0)};
+                           {}};
     queue.insert(best);
     detail::Cheapest cheapest(options.keep_best);
     cheapest.offer(best);
@@ -143,8 +144,8 @@ template <cost::CostBackend Backend>
                 const double c = detail::probe_cost(rw, tracker, r, l);
                 if (!(c < options.alpha * best.cost_ms)) continue;
                 detail::Candidate successor{c, ++order, state, static_cast<std::uint32_t>(r), static_cast<std::uint32_t>(l),
-                                            false, current.counts};
-                ++successor.counts[r];
+                                            false, current.path};
+                successor.path.push_back(static_cast<std::uint32_t>(r));
                 if (c < best.cost_ms) best = successor;
                 cheapest.offer(successor);
                 queue.insert(std::move(successor));
@@ -154,7 +155,8 @@ template <cost::CostBackend Backend>
     }
     result.graph = best.graph().first;
     result.best_cost_ms = model.graph_cost(result.graph);
-    result.rewrites = detail::named_counts(*rules, best.counts);
+    result.rewrites = detail::named_counts(*rules, best.path);
+    result.sequence = detail::named_sequence(*rules, best.path);
     result.runners_up = cheapest.runners_up(result.graph, *rules, model);
     result.seconds = stop.seconds();
     return result;

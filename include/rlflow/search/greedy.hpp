@@ -47,7 +47,7 @@ template <cost::CostBackend Backend>
     cost::CostTracker<Backend> tracker(model, rw.graph());
     SearchResult result;
     result.initial_cost_ms = tracker.total();
-    std::vector<std::uint32_t> counts(rules->size(), 0);
+    std::vector<std::uint32_t> path;  // rule ids applied, in order
     for (;;) {
         if (const auto why = stop.check(result.expansions)) {
             result.reason = *why;
@@ -68,13 +68,14 @@ template <cost::CostBackend Backend>
         }
         EditJournal journal = rw.apply(choice->first, choice->second);
         tracker.update(rw.graph(), journal.touched_nodes());
-        ++counts[choice->first];
+        path.push_back(static_cast<std::uint32_t>(choice->first));
         ++result.expansions;
         if (options.on_progress) options.on_progress({result.expansions, options.budget, result.initial_cost_ms, tracker.total()});
     }
     result.graph = rw.graph();
     result.best_cost_ms = model.graph_cost(result.graph);
-    result.rewrites = detail::named_counts(*rules, counts);
+    result.rewrites = detail::named_counts(*rules, path);
+    result.sequence = detail::named_sequence(*rules, path);
     result.seconds = stop.seconds();
     return result;
 }

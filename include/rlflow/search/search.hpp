@@ -62,12 +62,15 @@ struct SearchResult {
     double best_cost_ms = 0;
     /// Rule name -> times applied on the way from the input to the best graph.
     std::map<std::string, std::size_t> rewrites;
+    /// The rules applied on that way, in order (rewrites counts them).
+    std::vector<std::string> sequence;
     /// The next cheapest distinct graphs found (at most SearchOptions::keep_best - 1),
     /// cheapest first, with their costs and rewrites.
     struct RunnerUp {
         Graph graph;
         double cost_ms = 0;
         std::map<std::string, std::size_t> rewrites;
+        std::vector<std::string> sequence;
     };
     std::vector<RunnerUp> runners_up;
     std::size_t expansions = 0;
@@ -99,13 +102,21 @@ private:
     std::chrono::steady_clock::time_point m_start;
 };
 
-/// Rule name -> count, from per-rule-id counts.
+/// Rule name -> count, from the rule ids applied in order.
 [[nodiscard]] inline std::map<std::string, std::size_t> named_counts(const rewrite::RuleSet& rules,
-                                                                    const std::vector<std::uint32_t>& counts) {
+                                                                    const std::vector<std::uint32_t>& path) {
     std::map<std::string, std::size_t> named;
-    for (std::size_t r = 0; r < counts.size(); ++r)
-        if (counts[r]) named[rules[r].name] = counts[r];
+    for (const std::uint32_t r : path) ++named[rules[r].name];
     return named;
+}
+
+/// The names of the rule ids applied in order.
+[[nodiscard]] inline std::vector<std::string> named_sequence(const rewrite::RuleSet& rules,
+                                                             const std::vector<std::uint32_t>& path) {
+    std::vector<std::string> names;
+    names.reserve(path.size());
+    for (const std::uint32_t r : path) names.push_back(rules[r].name);
+    return names;
 }
 
 }  // namespace detail
