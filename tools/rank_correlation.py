@@ -67,7 +67,7 @@ def parse_args():
     parser.add_argument("--walks", type=int, default=8, help="random walks over the default rules per model")
     parser.add_argument("--focused-walks", type=int, default=3, help="walks over arithmetic-changing rules per model")
     parser.add_argument("--steps", type=int, default=24, help="most rewrites per walk")
-    parser.add_argument("--runs", type=int, default=15, help="interleaved ORT rounds (timed runs per variant)")
+    parser.add_argument("--runs", type=int, default=25, help="interleaved ORT rounds (timed runs per variant)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed ORT runs per variant")
     parser.add_argument("--keep", action="store_true", help="keep the ONNX files")
     parser.add_argument("--table", help="report from this rank_correlation.tsv instead of measuring")

@@ -127,6 +127,30 @@ read line)");
     CHECK(what_of([&] { (void)time_one(worker); }).find("refused a request") != std::string::npos);
 }
 
+TEST_CASE("the ort backend prices an op by the median of separate sessions, so one slow session does not set it") {
+    // Three passes over a one-op batch: 3 ms, then 9 ms (the machine was busy), then 4 ms;
+    // a failed session in the next request leaves the other two.
+    const FakeWorker fake(std::string(hello) + R"(
+read line
+echo '{"id":1,"ok":true,"results":[{"median_ms":3,"runs_ms":[3],"kernel_ms":3},{"median_ms":9,"runs_ms":[9],"kernel_ms":9},{"median_ms":4,"runs_ms":[4],"kernel_ms":4}]}'
+read line
+echo '{"id":2,"ok":true,"results":[{"median_ms":2,"runs_ms":[2],"kernel_ms":2},{"error":"m.onnx: cannot load"},{"median_ms":5,"runs_ms":[5],"kernel_ms":5}]}'
+read line)");
+    cost::OrtBackendOptions options;
+    options.worker = fake.options();
+    CHECK(options.passes == 3);
+    cost::OrtBackend backend(options);
+    const Attributes none;
+    const TensorType x{DType::Float32, Shape{8, 64}}, w{DType::Float32, Shape{64, 64}};
+    const TensorType in[] = {x, w}, out[] = {x};
+    const char constant[] = {0, 1};
+    CHECK(backend.op_cost_ms(cost::OpSignature{OpKind::MatMul, none, in, out, constant}) == doctest::Approx(4));
+    CHECK(backend.op_cost_ms(cost::OpSignature{OpKind::MatMul, none, in, out, constant}) == doctest::Approx(3.5));
+    CHECK(backend.fallback_count() == 0);
+    options.passes = 0;
+    CHECK_THROWS_AS(cost::OrtBackend{options}, precondition_error);
+}
+
 TEST_CASE("bad ORT settings are refused before anything runs") {
     cost::OrtSettings settings;
     settings.level = "fast";

@@ -32,7 +32,7 @@ template <CostBackend Backend>
 class CostModel {
 public:
     /// The version of the cache file format.
-    static constexpr std::uint64_t cache_version = 3;
+    static constexpr std::uint64_t cache_version = 4;
 
     explicit CostModel(Backend backend = Backend{}) : m_backend(std::move(backend)) {}
 
