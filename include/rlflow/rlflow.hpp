@@ -10,5 +10,6 @@
 #include <rlflow/nn.hpp>
 #include <rlflow/onnx.hpp>
 #include <rlflow/rewrite.hpp>
+#include <rlflow/rl.hpp>
 #include <rlflow/search.hpp>
 #include <rlflow/synth.hpp>

@@ -68,6 +68,8 @@ public:
 
     /// Milliseconds of one inference of the graph as it is now.
     [[nodiscard]] double total() const noexcept { return m_total; }
+    /// Milliseconds node `id` adds to total() (0 for weight-only and removed nodes).
+    [[nodiscard]] double node_cost(NodeId id) const noexcept { return id.value < m_cost.size() ? m_cost[id.value] : 0.0; }
 
 private:
     /// The rule of weight_only_nodes (rlflow::is_weight_only), read from the statuses

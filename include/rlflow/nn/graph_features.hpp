@@ -17,6 +17,7 @@
 /// ones (FLOPs of a big convolution) only a little above 1. Symbolic (unknown) dims count
 /// as 0. The op's measured cost, where an environment has it, is for the caller to append.
 
+#include <rlflow/core/error.hpp>
 #include <rlflow/core/graph.hpp>
 #include <rlflow/core/op_kind.hpp>
 #include <rlflow/core/op_traits.hpp>
@@ -49,10 +50,13 @@ inline constexpr FeatureSizes graph_feature_sizes{
 
 namespace detail {
 
-/// FLOPs of node `n` of `g`, from its op's traits.
-[[nodiscard]] inline double node_flops(const Graph& g, const Node& n) {
-    const std::vector<TensorType> inputs = g.types_of(n.inputs);
-    std::vector<TensorType> outputs;
+/// FLOPs of node `n` of `g`, from its op's traits; `inputs` and `outputs` are scratch
+/// space, reused across calls.
+[[nodiscard]] inline double node_flops(const Graph& g, const Node& n, std::vector<TensorType>& inputs,
+                                       std::vector<TensorType>& outputs) {
+    inputs.clear();
+    for (const TensorRef& in : n.inputs) inputs.push_back(in.present() ? g.type(in) : TensorType{DType::Undefined, {}});
+    outputs.clear();
     for (const NodeOutput& o : n.outputs) outputs.push_back(o.type);
     return n.traits().flops(OpContext{n.attributes, inputs, outputs, {}});
 }
@@ -66,21 +70,34 @@ inline void append_edge_features(std::vector<double>& out, const Shape& shape) {
 
 }  // namespace detail
 
-/// The features and edges of `g` (see the file comment), with graph_feature_sizes.
-[[nodiscard]] inline HostGraph graph_features(const Graph& g) {
+/// The features and edges of `g` (see the file comment), with graph_feature_sizes, and
+/// `extra_node_columns` more node columns after graph_feature_sizes.node, left 0 for the
+/// caller to fill (an environment appends each op's measured cost).
+[[nodiscard]] inline HostGraph graph_features(const Graph& g, std::int64_t extra_node_columns = 0) {
+    RLFLOW_EXPECTS(extra_node_columns >= 0, precondition_error, "graph_features: extra node columns must be >= 0");
     HostGraph host;
     host.sizes = graph_feature_sizes;
+    host.sizes.node += extra_node_columns;
+    const auto width = static_cast<std::size_t>(host.sizes.node);
     host.num_nodes = static_cast<std::int64_t>(g.num_nodes());
     // Node ids may have gaps after edits: number the live nodes densely, in id order.
     std::vector<std::int32_t> dense(g.id_bound(), -1);
     std::int32_t next = 0;
-    for (const Node& n : g.nodes()) dense[n.id.value] = next++;
-    double total_flops = 0;
+    std::size_t num_edges = 0;
     for (const Node& n : g.nodes()) {
-        const auto first = host.nodes.size();
-        host.nodes.resize(first + static_cast<std::size_t>(graph_feature_sizes.node), 0.0);
+        dense[n.id.value] = next++;
+        for (const NodeOutput& output : n.outputs) num_edges += output.uses.size();
+    }
+    host.nodes.assign(static_cast<std::size_t>(host.num_nodes) * width, 0.0);
+    host.senders.reserve(num_edges);
+    host.receivers.reserve(num_edges);
+    host.edges.reserve(num_edges * static_cast<std::size_t>(graph_feature_sizes.edge));
+    double total_flops = 0;
+    std::vector<TensorType> inputs, outputs;
+    for (const Node& n : g.nodes()) {
+        const auto first = static_cast<std::size_t>(dense[n.id.value]) * width;
         host.nodes[first + static_cast<std::size_t>(n.op)] = 1.0;
-        const double flops = detail::node_flops(g, n);
+        const double flops = detail::node_flops(g, n, inputs, outputs);
         total_flops += flops;
         const double elements = n.outputs.empty() ? 0.0 : static_cast<double>(n.outputs.front().type.shape.numel());
         host.nodes[first + op_kind_count] = log_feature(elements);

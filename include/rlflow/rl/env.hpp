@@ -1,0 +1,158 @@
+#pragma once
+/// \file
+/// GraphEnv: the graph-rewriting environment (SPEC, "The RL formulation"; thesis §3.3),
+/// Gym-like. reset(graph) starts an episode on a graph; step(Action{xfer, location})
+/// applies rule `xfer` at its location `location` in place (the location index updates its
+/// masks incrementally and the cost tracker re-prices only the touched nodes), and returns
+/// the next observation, the reward and whether the episode ended.
+///
+/// - NO-OP (xfer = N) terminates the episode and leaves the graph as it is.
+/// - After `step_limit` steps the episode is truncated (a learner bootstraps the value
+///   there: the episode did not end, it was cut).
+/// - Reward = (cost_{t-1} - cost_t) / cost_0 x reward_scale, so the rewards of an episode
+///   sum to (cost_0 - cost_T) / cost_0 x reward_scale: the fraction of the input's cost the
+///   episode saved.
+/// - An action the masks forbid is a programming error of the agent: step() throws
+///   precondition_error, it does not return a penalty (the thesis's environment rewarded
+///   invalid actions with a penalty, which teaches the masks instead of the task).
+
+#include <rlflow/core/error.hpp>
+#include <rlflow/cost/cost_tracker.hpp>
+#include <rlflow/rewrite/rewriter.hpp>
+#include <rlflow/rl/observation.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace rlflow::rl {
+
+/// An action: rule `xfer` at its location `location`; xfer = N (the number of rules) is
+/// NO-OP, whose location is ignored.
+struct Action {
+    std::uint32_t xfer = 0;
+    std::uint32_t location = 0;
+    friend bool operator==(const Action&, const Action&) = default;
+};
+
+/// How a GraphEnv behaves.
+struct EnvOptions {
+    /// L: the most locations per xfer an agent chooses from (thesis: 200).
+    std::size_t max_locations = 200;
+    /// Steps after which an episode is truncated.
+    std::size_t step_limit = 100;
+    /// Rewards are fractions of the input's cost times this.
+    double reward_scale = 100;
+};
+
+/// What a step did, for logs and reports.
+struct StepInfo {
+    /// The graph's cost after the step, in ms.
+    double cost_ms = 0;
+    /// The rule applied ("" for NO-OP).
+    std::string rule;
+    std::uint32_t location = 0;
+    /// Live nodes of the graph after the step.
+    std::size_t graph_nodes = 0;
+};
+
+/// What step() returns.
+struct StepResult {
+    Observation observation;
+    double reward = 0;
+    /// The agent chose NO-OP: the episode is over.
+    bool terminated = false;
+    /// The step limit cut the episode.
+    bool truncated = false;
+    StepInfo info;
+};
+
+/// The graph-rewriting environment over `rules`, priced by a CostModel that must outlive it.
+template <cost::CostBackend Backend>
+class GraphEnv {
+public:
+    GraphEnv(std::shared_ptr<const rewrite::RuleSet> rules, cost::CostModel<Backend>& model, EnvOptions options = {})
+        : m_rules(std::move(rules)), m_model(&model), m_options(options) {
+        RLFLOW_EXPECTS(m_rules != nullptr, precondition_error, "GraphEnv needs a rule set");
+        RLFLOW_EXPECTS(m_options.max_locations > 0 && m_options.step_limit > 0 && m_options.reward_scale > 0,
+                       precondition_error, "EnvOptions: max_locations, step_limit and reward_scale must be positive");
+    }
+
+    /// Starts an episode on `graph`; returns the first observation.
+    Observation reset(Graph graph) {
+        m_tracker.reset();
+        m_rewriter.emplace(std::move(graph), m_rules, rewrite::IndexOptions{m_options.max_locations});
+        m_tracker.emplace(*m_model, m_rewriter->graph());
+        m_initial_cost = m_tracker->total();
+        RLFLOW_EXPECTS(m_initial_cost > 0, precondition_error, "GraphEnv: the graph costs nothing, there is nothing to save");
+        m_cost = m_initial_cost;
+        m_steps = 0;
+        m_done = false;
+        return observe(*m_rewriter, *m_tracker);
+    }
+
+    /// Takes `action`; throws precondition_error if the masks forbid it, if no episode is
+    /// running, or if the last one ended.
+    StepResult step(Action action) {
+        RLFLOW_EXPECTS(m_rewriter.has_value(), precondition_error, "GraphEnv::step before reset");
+        RLFLOW_EXPECTS(!m_done, precondition_error, "GraphEnv::step after the episode ended; call reset");
+        const rewrite::LocationIndex& index = m_rewriter->index();
+        const auto n = static_cast<std::uint32_t>(index.num_rules());
+        RLFLOW_EXPECTS(action.xfer <= n, precondition_error,
+                       "GraphEnv: xfer " + std::to_string(action.xfer) + " is out of range (N = " + std::to_string(n) + ")");
+        StepResult result;
+        if (action.xfer == n) {
+            result.terminated = true;
+        } else {
+            RLFLOW_EXPECTS(action.location < index.num_choices(action.xfer), precondition_error,
+                           "GraphEnv: the masks forbid location " + std::to_string(action.location) + " of xfer "
+                               + std::to_string(action.xfer) + " ('" + (*m_rules)[action.xfer].name + "', "
+                               + std::to_string(index.num_choices(action.xfer)) + " locations)");
+            const EditJournal journal = m_rewriter->apply(action.xfer, action.location);
+            m_tracker->update(m_rewriter->graph(), journal.touched_nodes());
+            result.info.rule = (*m_rules)[action.xfer].name;
+            result.info.location = action.location;
+        }
+        ++m_steps;  // a refused action is not a step
+        const double cost = m_tracker->total();
+        result.reward = (m_cost - cost) / m_initial_cost * m_options.reward_scale;
+        m_cost = cost;
+        result.truncated = !result.terminated && m_steps >= m_options.step_limit;
+        m_done = result.terminated || result.truncated;
+        result.info.cost_ms = cost;
+        result.info.graph_nodes = m_rewriter->graph().num_nodes();
+        result.observation = observe(*m_rewriter, *m_tracker);
+        return result;
+    }
+
+    /// N: the number of xfers; action xfer N is NO-OP.
+    [[nodiscard]] std::uint32_t num_xfers() const noexcept { return static_cast<std::uint32_t>(m_rules->size()); }
+    [[nodiscard]] const rewrite::RuleSet& rules() const noexcept { return *m_rules; }
+    [[nodiscard]] const EnvOptions& options() const noexcept { return m_options; }
+    /// The graph as it is now (after reset).
+    [[nodiscard]] const Graph& graph() const {
+        RLFLOW_EXPECTS(m_rewriter.has_value(), precondition_error, "GraphEnv::graph before reset");
+        return m_rewriter->graph();
+    }
+    [[nodiscard]] double cost_ms() const noexcept { return m_cost; }
+    [[nodiscard]] double initial_cost_ms() const noexcept { return m_initial_cost; }
+    [[nodiscard]] std::size_t steps() const noexcept { return m_steps; }
+    /// Whether the episode has ended (NO-OP or the step limit).
+    [[nodiscard]] bool done() const noexcept { return m_done; }
+
+private:
+    std::shared_ptr<const rewrite::RuleSet> m_rules;
+    cost::CostModel<Backend>* m_model;
+    EnvOptions m_options;
+    std::optional<rewrite::Rewriter> m_rewriter;
+    std::optional<cost::CostTracker<Backend>> m_tracker;
+    double m_initial_cost = 0;
+    double m_cost = 0;
+    std::size_t m_steps = 0;
+    bool m_done = false;
+};
+
+}  // namespace rlflow::rl

@@ -1,0 +1,118 @@
+#pragma once
+/// \file
+/// What the graph-rewriting environment shows an agent after each step (SPEC, "The RL
+/// formulation"; thesis §3.3): the graph as features for the graph network, which
+/// transformations (xfers) apply and where, and for each location the nodes it matched,
+/// so that a location head can score a location by the embeddings of its nodes
+/// (pointer-style: it works on graphs of any size).
+///
+/// Locations are a prefix: rule r's valid locations are 0 .. location_count(r) - 1 (at
+/// most L = max_locations), in the location index's deterministic order. The masks are
+/// derived from the counts; the last xfer, N, is NO-OP and is always allowed.
+
+#include <rlflow/cost/cost_tracker.hpp>
+#include <rlflow/nn/graph_features.hpp>
+#include <rlflow/rewrite/rewriter.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace rlflow::rl {
+
+/// Width of an observation's node features: graph_features' columns, then the op's cost.
+inline constexpr nn::FeatureSizes observation_feature_sizes{
+    .edge = nn::graph_feature_sizes.edge,
+    .node = nn::graph_feature_sizes.node + 1,
+    .global = nn::graph_feature_sizes.global,
+};
+
+/// Microseconds that the node cost feature's log scaling maps near 1 (see nn::log_feature).
+inline constexpr double cost_feature_unit_per_ms = 1e3;
+
+/// One observation of the environment.
+struct Observation {
+    /// nn::graph_features of the graph, each node row followed by log_feature of its cost
+    /// in microseconds (0 for sources and weight-only nodes); rows are live nodes in id
+    /// order.
+    nn::HostGraph graph;
+    /// N, the number of xfers (rules); xfer N is NO-OP.
+    std::uint32_t num_xfers = 0;
+    /// L, the most locations an xfer offers.
+    std::uint32_t max_locations = 0;
+    /// N + 1 entries: 1 where the xfer has a location; the last (NO-OP) is always 1.
+    std::vector<std::uint8_t> xfer_mask;
+    /// N + 1 entries: where xfer r's locations start in location_node_begin (prefix sums
+    /// of the location counts).
+    std::vector<std::int32_t> xfer_location_begin;
+    /// One entry per valid location of every xfer, plus one: where its nodes start in
+    /// location_nodes.
+    std::vector<std::int32_t> location_node_begin;
+    /// The graph rows (indices into graph's nodes) each location matched.
+    std::vector<std::int32_t> location_nodes;
+
+    /// How many locations xfer `r` offers (0 for NO-OP).
+    [[nodiscard]] std::uint32_t location_count(std::uint32_t r) const {
+        if (r >= num_xfers) return 0;
+        return static_cast<std::uint32_t>(xfer_location_begin[r + 1] - xfer_location_begin[r]);
+    }
+    /// L entries: 1 for xfer r's valid locations.
+    [[nodiscard]] std::vector<std::uint8_t> location_mask(std::uint32_t r) const {
+        std::vector<std::uint8_t> mask(max_locations, 0);
+        std::fill_n(mask.begin(), location_count(r), 1);
+        return mask;
+    }
+    /// The graph rows location `l` of xfer `r` matched.
+    [[nodiscard]] std::span<const std::int32_t> location(std::uint32_t r, std::uint32_t l) const {
+        const auto k = static_cast<std::size_t>(xfer_location_begin[r]) + l;
+        return std::span<const std::int32_t>(location_nodes)
+            .subspan(static_cast<std::size_t>(location_node_begin[k]),
+                     static_cast<std::size_t>(location_node_begin[k + 1] - location_node_begin[k]));
+    }
+    /// Whether action (xfer, location) is allowed: NO-OP (location ignored), or a valid
+    /// location of an xfer.
+    [[nodiscard]] bool allows(std::uint32_t xfer, std::uint32_t location) const {
+        return xfer == num_xfers || (xfer < num_xfers && location < location_count(xfer));
+    }
+};
+
+/// The observation of `rewriter`'s graph, priced by `tracker` (which must be current).
+template <cost::CostBackend Backend>
+[[nodiscard]] Observation observe(const rewrite::Rewriter& rewriter, const cost::CostTracker<Backend>& tracker) {
+    const Graph& g = rewriter.graph();
+    const rewrite::LocationIndex& index = rewriter.index();
+    Observation o;
+    o.num_xfers = static_cast<std::uint32_t>(index.num_rules());
+    o.max_locations = static_cast<std::uint32_t>(index.max_locations());
+
+    // The features, with the cost column of every node row filled in.
+    o.graph = nn::graph_features(g, 1);
+    const auto width = static_cast<std::size_t>(observation_feature_sizes.node);
+    std::vector<std::int32_t> row(g.id_bound(), -1);
+    std::int32_t next = 0;
+    for (const Node& n : g.nodes()) {
+        o.graph.nodes[static_cast<std::size_t>(next) * width + width - 1] =
+            nn::log_feature(tracker.node_cost(n.id) * cost_feature_unit_per_ms);
+        row[n.id.value] = next++;
+    }
+
+    // Masks and the nodes of every valid location.
+    o.xfer_mask = index.xfer_mask();
+    o.xfer_location_begin.reserve(o.num_xfers + 1);
+    o.location_node_begin.push_back(0);
+    for (std::uint32_t r = 0; r < o.num_xfers; ++r) {
+        o.xfer_location_begin.push_back(static_cast<std::int32_t>(o.location_node_begin.size() - 1));
+        const std::size_t count = index.num_choices(r);
+        const std::span<const rewrite::Location> locations = index.locations(r);
+        for (std::size_t l = 0; l < count; ++l) {
+            for (const NodeId id : locations[l].nodes)
+                if (id.valid()) o.location_nodes.push_back(row[id.value]);
+            o.location_node_begin.push_back(static_cast<std::int32_t>(o.location_nodes.size()));
+        }
+    }
+    o.xfer_location_begin.push_back(static_cast<std::int32_t>(o.location_node_begin.size() - 1));
+    return o;
+}
+
+}  // namespace rlflow::rl

@@ -1,0 +1,28 @@
+#pragma once
+/// \file
+/// The random agent: a uniformly random allowed xfer, then a uniformly random location of
+/// it. It collects the rollouts a world model first learns from (World Models: random
+/// rollouts before the controller exists), and drives the environment's tests and
+/// benchmarks.
+
+#include <rlflow/rl/env.hpp>
+#include <rlflow/rl/observation.hpp>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace rlflow::rl {
+
+/// A uniformly random allowed rewrite (never NO-OP), or NO-OP when no rewrite is allowed.
+template <class Generator>
+[[nodiscard]] Action random_rewrite(const Observation& o, Generator& rng) {
+    std::vector<std::uint32_t> xfers;
+    for (std::uint32_t r = 0; r < o.num_xfers; ++r)
+        if (o.xfer_mask[r]) xfers.push_back(r);
+    if (xfers.empty()) return {o.num_xfers, 0};
+    const std::uint32_t r = xfers[std::uniform_int_distribution<std::size_t>(0, xfers.size() - 1)(rng)];
+    return {r, std::uniform_int_distribution<std::uint32_t>(0, o.location_count(r) - 1)(rng)};
+}
+
+}  // namespace rlflow::rl

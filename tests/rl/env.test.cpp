@@ -1,0 +1,168 @@
+// The graph-rewriting environment (rl/env.hpp, rl/observation.hpp) and the action space
+// (rl/action_space.hpp) on zoo graphs priced by the analytic cpu preset.
+#include <rlflow/cost/analytic.hpp>
+#include <rlflow/models/zoo.hpp>
+#include <rlflow/rewrite/builtin_rules.hpp>
+#include <rlflow/rl/action_space.hpp>
+#include <rlflow/rl/env.hpp>
+#include <rlflow/rl/random_agent.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <vector>
+
+using namespace rlflow;
+
+namespace {
+
+std::shared_ptr<const rewrite::RuleSet> builtin() {
+    static const auto rules = std::make_shared<const rewrite::RuleSet>(rewrite::builtin_rules());
+    return rules;
+}
+
+cost::CostModel<cost::AnalyticBackend> analytic_cpu() { return cost::CostModel<cost::AnalyticBackend>{cost::AnalyticBackend::preset("cpu")}; }
+
+}  // namespace
+
+TEST_CASE("an episode's rewards sum to the fraction of the input's cost it saved, times the scale") {
+    auto model = analytic_cpu();
+    rl::EnvOptions options;
+    options.step_limit = 12;
+    options.reward_scale = 100;
+    for (const char* name : {"squeezenet1_1", "resnet18"}) {
+        rl::GraphEnv env(builtin(), model, options);
+        rl::Observation o = env.reset(models::build_zoo_model(name));
+        const double initial = env.initial_cost_ms();
+        CHECK(initial == doctest::Approx(model.graph_cost(env.graph())).epsilon(1e-12));
+        std::mt19937_64 rng(7);
+        double total = 0;
+        std::size_t steps = 0;
+        for (;;) {
+            const rl::StepResult s = env.step(rl::random_rewrite(o, rng));
+            total += s.reward;
+            ++steps;
+            // The incrementally tracked cost is the graph's cost summed afresh (the same
+            // prices, added in another order).
+            CHECK(s.info.cost_ms == doctest::Approx(model.graph_cost(env.graph())).epsilon(1e-9));
+            CHECK(s.info.graph_nodes == env.graph().num_nodes());
+            if (s.terminated || s.truncated) break;
+            o = s.observation;
+        }
+        CHECK(steps <= options.step_limit);
+        CHECK(total == doctest::Approx((initial - env.cost_ms()) / initial * options.reward_scale).epsilon(1e-9));
+    }
+}
+
+TEST_CASE("NO-OP terminates and changes nothing, the step limit truncates, and forbidden actions throw") {
+    auto model = analytic_cpu();
+    rl::EnvOptions options;
+    options.step_limit = 2;
+    rl::GraphEnv env(builtin(), model, options);
+    const Graph input = models::build_zoo_model("squeezenet1_1");
+    rl::Observation o = env.reset(input);
+    const std::uint32_t noop = env.num_xfers();
+    CHECK(o.xfer_mask.size() == noop + 1);
+    CHECK(o.xfer_mask[noop] == 1);
+
+    const rl::StepResult stop = env.step({noop, 0});
+    CHECK(stop.terminated);
+    CHECK_FALSE(stop.truncated);
+    CHECK(stop.reward == 0);
+    CHECK(stop.info.rule.empty());
+    CHECK(canonical_hash(env.graph()) == canonical_hash(input));
+    CHECK(env.done());
+    CHECK_THROWS_AS((void)env.step({noop, 0}), precondition_error);
+
+    o = env.reset(input);
+    std::uint32_t applicable = noop;
+    for (std::uint32_t r = 0; r < noop && applicable == noop; ++r)
+        if (o.xfer_mask[r]) applicable = r;
+    REQUIRE(applicable < noop);
+    // Past the locations, past the xfers, and an xfer with no location: refused.
+    CHECK_THROWS_AS((void)env.step({applicable, o.location_count(applicable)}), precondition_error);
+    CHECK_THROWS_AS((void)env.step({noop + 1, 0}), precondition_error);
+    for (std::uint32_t r = 0; r < noop; ++r)
+        if (!o.xfer_mask[r]) {
+            CHECK_THROWS_AS((void)env.step({r, 0}), precondition_error);
+            break;
+        }
+    const rl::StepResult first = env.step({applicable, 0});
+    CHECK_FALSE(first.terminated);
+    CHECK_FALSE(first.truncated);
+    CHECK(first.info.rule == env.rules()[applicable].name);
+    std::mt19937_64 rng(1);
+    const rl::StepResult second = env.step(rl::random_rewrite(first.observation, rng));
+    CHECK((second.truncated || second.terminated));
+    CHECK(env.steps() == 2);
+    CHECK_THROWS_AS((void)env.step({noop, 0}), precondition_error);
+}
+
+TEST_CASE("an observation holds the features with op costs, prefix masks, and the nodes each location matched") {
+    auto model = analytic_cpu();
+    rl::GraphEnv env(builtin(), model, {});
+    const rl::Observation o = env.reset(models::build_zoo_model("resnet18"));
+    const Graph& g = env.graph();
+    CHECK(o.graph.sizes == rl::observation_feature_sizes);
+    CHECK(o.graph.num_nodes == static_cast<std::int64_t>(g.num_nodes()));
+    CHECK(o.graph.nodes.size() == static_cast<std::size_t>(o.graph.num_nodes * rl::observation_feature_sizes.node));
+    CHECK(o.num_xfers == env.num_xfers());
+    CHECK(o.max_locations == env.options().max_locations);
+
+    std::vector<const Node*> rows;
+    for (const Node& n : g.nodes()) rows.push_back(&n);
+    const auto width = static_cast<std::size_t>(rl::observation_feature_sizes.node);
+    // The cost column: 0 for sources and weights, positive for a convolution.
+    bool conv_priced = false;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const double c = o.graph.nodes[i * width + width - 1];
+        if (rows[i]->traits().has(op_flag_source)) CHECK(c == 0);
+        if (rows[i]->op == OpKind::Conv2D && c > 0) conv_priced = true;
+    }
+    CHECK(conv_priced);
+
+    std::size_t locations = 0;
+    for (std::uint32_t r = 0; r < o.num_xfers; ++r) {
+        const std::uint32_t count = o.location_count(r);
+        CHECK(count <= o.max_locations);
+        CHECK((o.xfer_mask[r] != 0) == (count > 0));
+        const std::vector<std::uint8_t> mask = o.location_mask(r);
+        for (std::uint32_t l = 0; l < o.max_locations; ++l) CHECK((mask[l] != 0) == (l < count));
+        const rewrite::Rule& rule = env.rules()[r];
+        for (std::uint32_t l = 0; l < count; ++l) {
+            CHECK(o.allows(r, l));
+            const std::span<const std::int32_t> nodes = o.location(r, l);
+            REQUIRE(nodes.size() == rule.source.size());
+            // Each matched row is a node of the op its source pattern node names.
+            for (std::size_t k = 0; k < nodes.size(); ++k) {
+                REQUIRE(nodes[k] >= 0);
+                REQUIRE(static_cast<std::size_t>(nodes[k]) < rows.size());
+                CHECK(rows[static_cast<std::size_t>(nodes[k])]->op == rule.source[k].op);
+            }
+            ++locations;
+        }
+        CHECK_FALSE(o.allows(r, count));
+    }
+    CHECK(locations > 0);
+    CHECK(o.allows(o.num_xfers, 0));
+}
+
+TEST_CASE("the action space keeps the always-kept rules and only the others that match a training graph") {
+    const rewrite::RuleSet all = rewrite::builtin_rules();
+    const std::vector<Graph> graphs{models::build_zoo_model("squeezenet1_1")};
+    const rewrite::RuleSet matching = rl::rules_matching(all, 0, graphs);
+    CHECK(matching.size() > 0);
+    CHECK(matching.size() < all.size());
+    const auto shared = std::make_shared<const rewrite::RuleSet>(matching);
+    rewrite::LocationIndex index(shared);
+    index.rebuild(graphs.front());
+    for (std::size_t r = 0; r < matching.size(); ++r) CHECK_FALSE(index.locations(r).empty());
+    // Order is kept, and the first `always` rules stay whether or not they match.
+    const rewrite::RuleSet kept = rl::rules_matching(all, 3, graphs);
+    for (std::size_t r = 0; r < 3; ++r) CHECK(kept[r].name == all[r].name);
+    const std::vector<std::string> names = rl::rule_names(kept);
+    CHECK(names.size() == kept.size());
+    for (std::size_t r = 1; r < names.size(); ++r) CHECK(*all.find(names[r - 1]) < *all.find(names[r]));
+}
