@@ -1,9 +1,14 @@
 #pragma once
 /// \file
 /// The learning agents' module: the graph-rewriting environment and its observations, and
-/// the action space, and the random agent (the learning agents and training follow).
+/// the action space, the random agent, and the model-free agent: actor-critic, GAE, PPO and
+/// rollouts (training and the world-model agent follow).
 
 #include <rlflow/rl/action_space.hpp>
 #include <rlflow/rl/env.hpp>
+#include <rlflow/rl/gae.hpp>
 #include <rlflow/rl/observation.hpp>
+#include <rlflow/rl/policy.hpp>
+#include <rlflow/rl/ppo.hpp>
 #include <rlflow/rl/random_agent.hpp>
+#include <rlflow/rl/rollout.hpp>
