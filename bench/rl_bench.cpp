@@ -6,9 +6,14 @@
 //   environment took 850 ms). Episodes are reset outside the timed region when no
 //   rewrite is left or the step limit is reached. Items are steps.
 // - env_reset: starting an episode (index every rule's locations, price every node).
+// - policy_act: one decision of the actor-critic (float Eigen backend) at batch 1: the
+//   graph network over the whole graph, both heads, sampling. Items are decisions.
+// - ppo_update: one PPO update (4 epochs, minibatches of 32) from a 64-step rollout of
+//   the given graph. Items are samples (steps x epochs run).
 
 #include <rlflow/cost.hpp>
 #include <rlflow/models/zoo.hpp>
+#include <rlflow/nn/backend/eigen.hpp>
 #include <rlflow/rewrite.hpp>
 #include <rlflow/rl.hpp>
 
@@ -59,8 +64,46 @@ void env_reset(benchmark::State& state, const std::string& model) {
     state.SetItemsProcessed(state.iterations());
 }
 
+using Float = nn::backend::Eigen;
+
+void policy_act(benchmark::State& state, const std::string& model) {
+    cost::CostModel<cost::AnalyticBackend> costs(cost::AnalyticBackend::preset("cpu"));
+    rl::GraphEnv env(rules(), costs, {});
+    const rl::Observation o = env.reset(models::build_zoo_model(model));
+    rl::ActorCritic<Float> policy(env.num_xfers(), static_cast<std::uint32_t>(env.options().max_locations));
+    Rng rng(0);
+    const rl::Observation* one[] = {&o};
+    for (auto _ : state) {
+        const rl::Decision d = policy.act(one, rng);
+        benchmark::DoNotOptimize(d.log_probs.data());
+    }
+    state.SetItemsProcessed(state.iterations());
+    state.counters["nodes"] = static_cast<double>(o.graph.num_nodes);
+}
+
+void ppo_update(benchmark::State& state, const std::string& model) {
+    cost::CostModel<cost::AnalyticBackend> costs(cost::AnalyticBackend::preset("cpu"));
+    rl::EnvironmentSet<cost::AnalyticBackend> envs({models::build_zoo_model(model)}, rules(), costs, {});
+    rl::ActorCritic<Float> policy(static_cast<std::uint32_t>(rules()->size()), 200);
+    nn::Adam<Float> adam(policy.parameters());
+    Rng rng(0);
+    std::vector<rl::EpisodeRecord> episodes;
+    const std::vector<rl::RolloutSegment> segments = envs.collect(policy, 64, rng, episodes);
+    rl::PpoOptions options;
+    std::int64_t samples = 0;
+    for (auto _ : state) {
+        const rl::UpdateStats stats = rl::ppo_update(policy, adam, std::span<const rl::RolloutSegment>(segments), options, rng);
+        samples += 64 * stats.epochs;
+    }
+    state.SetItemsProcessed(samples);
+}
+
 }  // namespace
 
+BENCHMARK_CAPTURE(policy_act, bert, std::string("bert"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(policy_act, resnet50, std::string("resnet50"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(ppo_update, squeezenet1_1, std::string("squeezenet1_1"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(ppo_update, bert, std::string("bert"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(env_step, bert, std::string("bert"))->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(env_step, inception_v3, std::string("inception_v3"))->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(env_step, resnet50, std::string("resnet50"))->Unit(benchmark::kMicrosecond);

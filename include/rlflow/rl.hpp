@@ -2,9 +2,11 @@
 /// \file
 /// The learning agents' module: the graph-rewriting environment and its observations, and
 /// the action space, the random agent, and the model-free agent: actor-critic, GAE, PPO and
-/// rollouts (training and the world-model agent follow).
+/// rollouts, its trainer, agent directories and the `mf` search (the world-model agent follows).
 
 #include <rlflow/rl/action_space.hpp>
+#include <rlflow/rl/agent_file.hpp>
+#include <rlflow/rl/agent_search.hpp>
 #include <rlflow/rl/env.hpp>
 #include <rlflow/rl/gae.hpp>
 #include <rlflow/rl/observation.hpp>
@@ -12,3 +14,4 @@
 #include <rlflow/rl/ppo.hpp>
 #include <rlflow/rl/random_agent.hpp>
 #include <rlflow/rl/rollout.hpp>
+#include <rlflow/rl/trainer.hpp>

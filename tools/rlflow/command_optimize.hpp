@@ -27,6 +27,8 @@
 #include <rlflow/rewrite.hpp>
 #include <rlflow/rewrite/default_rules.hpp>
 #include <rlflow/search.hpp>
+#include <rlflow/nn/backend/eigen.hpp>
+#include <rlflow/rl.hpp>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -64,7 +66,13 @@ struct OptimizeOptions {
     std::vector<std::string> guard_levels;
     std::size_t guard_candidates = 3;
     int guard_rounds = 21;
+    /// --search mf: the trained agent's directory, and sampled rollouts after the greedy one.
+    std::string agent;
+    std::size_t samples = 0;
 };
+
+/// The network backend agents train and run with.
+using AgentBackend = nn::backend::Eigen;
 
 /// Set by SIGINT: the search stops and the best graph so far is verified and written.
 inline std::atomic<bool> interrupted{false};
@@ -75,6 +83,25 @@ inline std::shared_ptr<const rewrite::RuleSet> load_rule_set(const std::string& 
     if (which.empty() || which == "default") return std::make_shared<const rewrite::RuleSet>(rewrite::default_rules());
     if (which == "builtin") return std::make_shared<const rewrite::RuleSet>(rewrite::builtin_rules());
     return std::make_shared<const rewrite::RuleSet>(rewrite::load_rules(which));
+}
+
+/// Rolls out the agent in `o.agent` (--search mf) with `library` holding its rules.
+template <cost::CostBackend Backend>
+search::SearchResult agent_search(const OptimizeOptions& o, const Graph& g, const rewrite::RuleSet& library,
+                                  cost::CostModel<Backend>& model, const search::SearchOptions& options) {
+    if (o.agent.empty()) throw precondition_error("--search mf needs --agent DIR (a directory `rlflow train` wrote)");
+    const std::filesystem::path dir(o.agent);
+    const rl::AgentState state = rl::read_agent_state(dir);
+    const auto rules = std::make_shared<const rewrite::RuleSet>(rl::agent_rules(state, library, dir));
+    rl::ActorCritic<AgentBackend> policy(static_cast<std::uint32_t>(rules->size()),
+                                         static_cast<std::uint32_t>(state.env.max_locations), state.policy);
+    rl::load_agent_weights(dir, policy.parameters());
+    rl::AgentSearchOptions agent;
+    agent.samples = o.samples;
+    agent.seed = o.seed;
+    agent.env = state.env;
+    agent.search = options;
+    return rl::agent_search(g, rules, model, policy, agent);
 }
 
 /// Runs the chosen search with `model` pricing it.
@@ -92,8 +119,9 @@ search::SearchResult run_search(const OptimizeOptions& o, const Graph& g, std::s
         bar.update(p.expansions, "best " + format_ms(p.best_cost_ms) + " (" + format_ratio(p.initial_cost_ms / p.best_cost_ms) + ")");
     };
     const auto previous = std::signal(SIGINT, [](int) { interrupted.store(true); });
-    search::SearchResult result = o.search == "greedy" ? search::greedy(g, rules, model, options)
-                                                       : search::backtracking(g, rules, model, options);
+    search::SearchResult result = o.search == "mf"       ? agent_search(o, g, *rules, model, options)
+                                  : o.search == "greedy" ? search::greedy(g, rules, model, options)
+                                                         : search::backtracking(g, rules, model, options);
     std::signal(SIGINT, previous);
     bar.finish();
     return result;
@@ -215,6 +243,12 @@ inline nlohmann::json optimize_report(const OptimizeOptions& o, const std::strin
     j["rewrite_sequence"] = written.sequence;
     j["search_rewrites"] = r.rewrites;
     j["expansions"] = r.expansions;
+    if (o.search == "mf") {
+        j["agent"] = o.agent;
+        j["real_steps"] = r.expansions;  // environment steps of the agent's rollouts
+        j["inference_seconds"] = r.seconds;
+        j["samples"] = o.samples;
+    }
     j["stop_reason"] = search::stop_reason_name(r.reason);
     j["stop"] = stop_reason_text(r.reason);
     j["seconds"] = r.seconds;
@@ -420,8 +454,12 @@ inline void add_optimize_command(CLI::App& app) {
     cmd->add_option("model", o->model, "an .onnx file or zoo:NAME")->required();
     cmd->add_option("-o,--output", o->output, "the .onnx file to write")->required();
     add_model_flags(*cmd, o->load);
-    cmd->add_option("--search", o->search, "greedy or taso (cost-ordered backtracking)")
-        ->check(CLI::IsMember({"greedy", "taso"}))->capture_default_str();
+    cmd->add_option("--search", o->search,
+                    "greedy, taso (cost-ordered backtracking) or mf (roll out the agent --agent names; --budget counts its steps)")
+        ->check(CLI::IsMember({"greedy", "taso", "mf"}))->capture_default_str();
+    cmd->add_option("--agent", o->agent, "--search mf: the agent's directory, as `rlflow train` wrote it");
+    cmd->add_option("--samples", o->samples, "--search mf: sampled rollouts after the greedy one")
+        ->check(CLI::Range(std::size_t{0}, std::size_t{100'000}))->capture_default_str();
     cmd->add_option("--cost", o->cost,
                     "auto (cudnn with a GPU, else ort when ONNX Runtime is installed, else analytic), analytic (a "
                     "roofline, see --device), cpu (ops timed in the reference executor), ort (ops timed in ONNX Runtime) "

@@ -6,6 +6,7 @@
 #include "command_optimize.hpp"
 #include "command_rules.hpp"
 #include "command_run.hpp"
+#include "command_train.hpp"
 #include "command_zoo.hpp"
 
 #include <rlflow/core/error.hpp>
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
     rlflow::cli::add_weights_command(app);
     rlflow::cli::add_run_command(app);
     rlflow::cli::add_optimize_command(app);
+    rlflow::cli::add_train_command(app);
     rlflow::cli::add_rules_command(app);
     try {
         app.parse(argc, argv);

@@ -51,6 +51,13 @@ public:
         const double u2 = uniform();
         return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
     }
+    /// The whole state, to save and restore a generator exactly (training checkpoints).
+    [[nodiscard]] std::array<std::uint64_t, 4> state() const noexcept { return m_state; }
+    [[nodiscard]] static Rng from_state(const std::array<std::uint64_t, 4>& state) noexcept {
+        Rng r;
+        r.m_state = state;
+        return r;
+    }
     /// An independent generator derived from this one's seed stream and `stream`.
     [[nodiscard]] Rng fork(std::uint64_t stream) const noexcept {
         return Rng(detail::mix64(m_state[0] ^ detail::mix64(stream)));

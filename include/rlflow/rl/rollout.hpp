@@ -13,6 +13,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 namespace rlflow::rl {
@@ -42,6 +44,30 @@ public:
             m_current.push_back(m_envs.back().reset(g));
             m_returns.push_back(0);
         }
+        m_actions.resize(m_graphs.size());
+    }
+
+    /// The actions of each environment's episode in progress, and their returns: with the
+    /// start graphs, all it takes to rebuild the environments exactly (restore()).
+    [[nodiscard]] const std::vector<std::vector<Action>>& episode_actions() const noexcept { return m_actions; }
+    [[nodiscard]] const std::vector<double>& episode_returns() const noexcept { return m_returns; }
+    /// Puts every environment where `actions` (one list per environment) lead from its
+    /// start graph; throws precondition_error if a list does not fit its graph.
+    void restore(const std::vector<std::vector<Action>>& actions, const std::vector<double>& returns) {
+        RLFLOW_EXPECTS(actions.size() == m_envs.size() && returns.size() == m_envs.size(), precondition_error,
+                       "EnvironmentSet::restore: " + std::to_string(actions.size()) + " episodes for "
+                           + std::to_string(m_envs.size()) + " environments");
+        for (std::size_t e = 0; e < m_envs.size(); ++e) {
+            m_current[e] = m_envs[e].reset(m_graphs[e]);
+            for (const Action& a : actions[e]) {
+                StepResult r = m_envs[e].step(a);
+                RLFLOW_EXPECTS(!r.terminated && !r.truncated, precondition_error,
+                               "EnvironmentSet::restore: an episode in progress cannot have ended");
+                m_current[e] = std::move(r.observation);
+            }
+        }
+        m_actions = actions;
+        m_returns = returns;
     }
     [[nodiscard]] std::size_t size() const noexcept { return m_envs.size(); }
     [[nodiscard]] GraphEnv<C>& env(std::size_t i) { return m_envs.at(i); }
@@ -72,7 +98,9 @@ public:
                 s.terminated.push_back(r.terminated ? 1 : 0);
                 s.truncated.push_back(r.truncated ? 1 : 0);
                 m_returns[e] += r.reward;
+                m_actions[e].push_back(d.actions[e]);
                 if (r.terminated || r.truncated) {
+                    m_actions[e].clear();
                     episodes.push_back({e, m_returns[e], m_envs[e].cost_ms() / m_envs[e].initial_cost_ms(), m_envs[e].steps()});
                     m_returns[e] = 0;
                     if (r.truncated) {
@@ -110,6 +138,7 @@ private:
     std::vector<GraphEnv<C>> m_envs;
     std::vector<Observation> m_current;
     std::vector<double> m_returns;
+    std::vector<std::vector<Action>> m_actions;
 };
 
 }  // namespace rlflow::rl

@@ -1,0 +1,203 @@
+#pragma once
+/// \file
+/// A model-free agent's directory: `agent.json` (what the agent is: its action space by
+/// rule name, its network and environment settings, the cost backend it learned from;
+/// and where training stands: updates, steps, the random generator's state and the
+/// episodes in progress, so that `--resume` continues exactly) and `weights.ckpt` (the
+/// parameters and Adam's state, nn's checkpoint format). Both are written atomically,
+/// weights first; agent.json holds the weights' checksum, so a pair torn by a crash
+/// between the two writes is refused rather than mixed.
+
+#include <rlflow/core/atomic_file.hpp>
+#include <rlflow/core/error.hpp>
+#include <rlflow/nn/serialize.hpp>
+#include <rlflow/rl/env.hpp>
+#include <rlflow/rl/policy.hpp>
+#include <rlflow/rl/ppo.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace rlflow::rl {
+
+/// agent.json's format name and version.
+inline constexpr const char* agent_format = "rlflow-mf-agent";
+inline constexpr int agent_format_version = 1;
+
+/// Everything agent.json holds.
+struct AgentState {
+    /// The action space: rule names in xfer order.
+    std::vector<std::string> rules;
+    /// observation_feature_sizes when it was trained (a change of features is refused).
+    std::int64_t node_features = observation_feature_sizes.node;
+    PolicyOptions policy;
+    EnvOptions env;
+    PpoOptions ppo;
+    /// The cost backend's name (CostModel::name) it learned from.
+    std::string cost_backend;
+    /// The training graphs as given (zoo:NAME or a file).
+    std::vector<std::string> graphs;
+    std::uint64_t seed = 0;
+    /// Training progress.
+    std::size_t updates = 0;
+    std::size_t env_steps = 0;
+    std::size_t episodes = 0;
+    double seconds = 0;
+    std::array<std::uint64_t, 4> rng{};
+    /// Per environment: the actions of its episode in progress, and their return.
+    std::vector<std::vector<Action>> episode_actions;
+    std::vector<double> episode_returns;
+};
+
+[[nodiscard]] inline std::filesystem::path agent_json_path(const std::filesystem::path& dir) { return dir / "agent.json"; }
+[[nodiscard]] inline std::filesystem::path agent_weights_path(const std::filesystem::path& dir) { return dir / "weights.ckpt"; }
+
+namespace detail {
+
+[[nodiscard]] inline std::string read_bytes(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw io_error(path.string() + ": cannot open it (is this an agent directory made by `rlflow train`?)");
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace detail
+
+/// Writes `state`, `params` and `adam` (if given) into `dir` (created if missing).
+template <nn::TensorBackend B>
+void save_agent(const std::filesystem::path& dir, const AgentState& state, const std::vector<nn::Parameter<B>*>& params,
+                const std::type_identity_t<nn::Adam<B>>* adam) {
+    std::filesystem::create_directories(dir);
+    nn::save_checkpoint(agent_weights_path(dir), params, adam);
+    nlohmann::json j;
+    j["format"] = agent_format;
+    j["version"] = agent_format_version;
+    j["weights_checksum"] = std::to_string(nn::detail::fnv1a64(detail::read_bytes(agent_weights_path(dir))));
+    j["rules"] = state.rules;
+    j["node_features"] = state.node_features;
+    j["policy"] = {{"latent", state.policy.latent}, {"message_passing_steps", state.policy.message_passing_steps},
+                   {"hidden", state.policy.hidden}, {"seed", state.policy.seed}};
+    j["env"] = {{"max_locations", state.env.max_locations}, {"step_limit", state.env.step_limit},
+                {"reward_scale", state.env.reward_scale}};
+    const PpoOptions& p = state.ppo;
+    j["ppo"] = {{"gamma", p.gamma}, {"lambda", p.lambda}, {"clip", p.clip}, {"epochs", p.epochs},
+                {"minibatch_size", p.minibatch_size}, {"normalize_advantages", p.normalize_advantages},
+                {"entropy_coefficient", p.entropy_coefficient}, {"value_coefficient", p.value_coefficient},
+                {"max_grad_norm", p.max_grad_norm}, {"target_kl", p.target_kl}, {"learning_rate", p.learning_rate},
+                {"rollout_steps", p.rollout_steps}};
+    j["cost_backend"] = state.cost_backend;
+    j["graphs"] = state.graphs;
+    j["seed"] = state.seed;
+    j["updates"] = state.updates;
+    j["env_steps"] = state.env_steps;
+    j["episodes"] = state.episodes;
+    j["seconds"] = state.seconds;
+    std::vector<std::string> rng;
+    for (const std::uint64_t w : state.rng) rng.push_back(std::to_string(w));  // JSON numbers lose 64-bit words
+    j["rng"] = rng;
+    nlohmann::json episodes = nlohmann::json::array();
+    for (const auto& actions : state.episode_actions) {
+        nlohmann::json list = nlohmann::json::array();
+        for (const Action& a : actions) list.push_back({a.xfer, a.location});
+        episodes.push_back(list);
+    }
+    j["episode_actions"] = episodes;
+    j["episode_returns"] = state.episode_returns;
+    write_file_atomically(agent_json_path(dir), j.dump(1) + "\n");
+}
+
+/// Reads agent.json of `dir`; throws checkpoint_error naming the file and what is wrong
+/// (not an agent, another format version, a missing or mistyped field, weights that are
+/// not the ones it was saved with), io_error if it cannot be read.
+[[nodiscard]] inline AgentState read_agent_state(const std::filesystem::path& dir) {
+    const std::filesystem::path path = agent_json_path(dir);
+    const std::string text = detail::read_bytes(path);
+    const auto fail = [&](const std::string& what) -> void { throw checkpoint_error(path.string() + ": " + what); };
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+        fail(std::string("damaged (not JSON): ") + e.what());
+    }
+    AgentState s;
+    try {
+        if (j.value("format", "") != agent_format) fail("not an rlflow model-free agent");
+        if (j.at("version").get<int>() != agent_format_version)
+            fail("agent format version " + std::to_string(j.at("version").get<int>()) + ", this rlflow reads "
+                 + std::to_string(agent_format_version));
+        const std::string weights = detail::read_bytes(agent_weights_path(dir));
+        if (j.at("weights_checksum").get<std::string>() != std::to_string(nn::detail::fnv1a64(weights)))
+            fail("weights.ckpt is not the file this agent was saved with (torn or replaced)");
+        s.rules = j.at("rules").get<std::vector<std::string>>();
+        s.node_features = j.at("node_features").get<std::int64_t>();
+        const auto& policy = j.at("policy");
+        s.policy = {policy.at("latent").get<std::int64_t>(), policy.at("message_passing_steps").get<int>(),
+                    policy.at("hidden").get<std::int64_t>(), policy.at("seed").get<std::uint64_t>()};
+        const auto& env = j.at("env");
+        s.env = {env.at("max_locations").get<std::size_t>(), env.at("step_limit").get<std::size_t>(),
+                 env.at("reward_scale").get<double>()};
+        const auto& p = j.at("ppo");
+        s.ppo = {p.at("gamma").get<double>(),         p.at("lambda").get<double>(),
+                 p.at("clip").get<double>(),          p.at("epochs").get<int>(),
+                 p.at("minibatch_size").get<std::size_t>(), p.at("normalize_advantages").get<bool>(),
+                 p.at("entropy_coefficient").get<double>(), p.at("value_coefficient").get<double>(),
+                 p.at("max_grad_norm").get<double>(), p.at("target_kl").get<double>(),
+                 p.at("learning_rate").get<double>(), p.at("rollout_steps").get<std::size_t>()};
+        s.cost_backend = j.at("cost_backend").get<std::string>();
+        s.graphs = j.at("graphs").get<std::vector<std::string>>();
+        s.seed = j.at("seed").get<std::uint64_t>();
+        s.updates = j.at("updates").get<std::size_t>();
+        s.env_steps = j.at("env_steps").get<std::size_t>();
+        s.episodes = j.at("episodes").get<std::size_t>();
+        s.seconds = j.at("seconds").get<double>();
+        const auto rng = j.at("rng").get<std::vector<std::string>>();
+        if (rng.size() != s.rng.size()) fail("the random generator's state has " + std::to_string(rng.size()) + " words, not 4");
+        for (std::size_t i = 0; i < rng.size(); ++i) s.rng[i] = std::stoull(rng[i]);
+        for (const auto& list : j.at("episode_actions")) {
+            std::vector<Action> actions;
+            for (const auto& a : list) actions.push_back({a.at(0).get<std::uint32_t>(), a.at(1).get<std::uint32_t>()});
+            s.episode_actions.push_back(std::move(actions));
+        }
+        s.episode_returns = j.at("episode_returns").get<std::vector<double>>();
+    } catch (const nlohmann::json::exception& e) {
+        fail(std::string("a field is missing or has the wrong type: ") + e.what());
+    } catch (const std::invalid_argument&) {
+        fail("the random generator's state is not a number");
+    } catch (const std::out_of_range&) {
+        fail("the random generator's state is out of range");
+    }
+    if (s.node_features != observation_feature_sizes.node)
+        fail("made for observations of " + std::to_string(s.node_features) + " node features; this rlflow makes "
+             + std::to_string(observation_feature_sizes.node));
+    return s;
+}
+
+/// Loads the weights (and Adam's state, if given) of `dir` into `params`.
+template <nn::TensorBackend B>
+void load_agent_weights(const std::filesystem::path& dir, const std::vector<nn::Parameter<B>*>& params,
+                        std::type_identity_t<nn::Adam<B>>* adam = nullptr) {
+    nn::load_checkpoint(agent_weights_path(dir), params, adam);
+}
+
+/// The rules of `library` named in `state`, in the agent's order: its action space. Throws
+/// checkpoint_error naming the first rule the library lacks.
+[[nodiscard]] inline rewrite::RuleSet agent_rules(const AgentState& state, const rewrite::RuleSet& library,
+                                                  const std::filesystem::path& dir) {
+    rewrite::RuleSet rules;
+    for (const std::string& name : state.rules) {
+        const auto id = library.find(name);
+        if (!id)
+            throw checkpoint_error(agent_json_path(dir).string() + ": made for another rule set: rule '" + name
+                                   + "' is not in the rules given");
+        rules.add(library[*id]);
+    }
+    return rules;
+}
+
+}  // namespace rlflow::rl

@@ -1,0 +1,96 @@
+#pragma once
+/// \file
+/// The `mf` search: a trained policy rolled out on a graph, once with its most probable
+/// actions and `samples` more times with sampled ones; the cheapest graph met on any
+/// rollout (not only where it ended) is the result, verified and written by the caller
+/// like any other search's. Runners-up are the other rollouts' cheapest distinct graphs.
+
+#include <rlflow/core/canonical.hpp>
+#include <rlflow/core/random.hpp>
+#include <rlflow/rl/env.hpp>
+#include <rlflow/rl/policy.hpp>
+#include <rlflow/search/search.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <unordered_set>
+#include <vector>
+
+namespace rlflow::rl {
+
+/// How the policy is rolled out.
+struct AgentSearchOptions {
+    /// Sampled rollouts after the greedy one.
+    std::size_t samples = 0;
+    /// Seed of the sampled rollouts.
+    std::uint64_t seed = 0;
+    /// The environment the policy was trained with (its L must match the policy's).
+    EnvOptions env;
+    /// Budget (real environment steps over all rollouts), time limit, stop flag, progress
+    /// and keep_best, as every search reads them.
+    search::SearchOptions search;
+};
+
+template <nn::TensorBackend B, cost::CostBackend C>
+[[nodiscard]] search::SearchResult agent_search(const Graph& graph, std::shared_ptr<const rewrite::RuleSet> rules,
+                                                cost::CostModel<C>& model, ActorCritic<B>& policy,
+                                                const AgentSearchOptions& options) {
+    RLFLOW_EXPECTS(rules->size() == policy.num_xfers() && options.env.max_locations == policy.max_locations(),
+                   precondition_error, "agent_search: the policy was made for another action space");
+    const search::detail::StopRules stop(options.search);
+    GraphEnv<C> env(rules, model, options.env);
+    struct Best {
+        Graph graph;
+        double cost_ms;
+        std::vector<std::uint32_t> path;
+    };
+    std::vector<Best> bests;  // one per rollout
+    search::SearchResult result;
+    Rng rng(options.seed);
+    bool stopped = false;
+    for (std::size_t rollout = 0; rollout <= options.samples && !stopped; ++rollout) {
+        Observation o = env.reset(graph);
+        result.initial_cost_ms = env.initial_cost_ms();
+        Best best{env.graph(), env.cost_ms(), {}};
+        std::vector<std::uint32_t> path;
+        for (;;) {
+            if (const auto why = stop.check(result.expansions)) {
+                result.reason = *why;
+                stopped = true;
+                break;
+            }
+            const Observation* one[] = {&o};
+            const Action a = policy.act(one, rng, rollout == 0).actions[0];
+            StepResult s = env.step(a);
+            ++result.expansions;
+            if (a.xfer < policy.num_xfers()) path.push_back(a.xfer);
+            if (s.info.cost_ms < best.cost_ms) best = {env.graph(), s.info.cost_ms, path};
+            if (options.search.on_progress)
+                options.search.on_progress({result.expansions, options.search.budget, result.initial_cost_ms,
+                                            std::min(best.cost_ms, bests.empty() ? best.cost_ms : bests.front().cost_ms)});
+            if (s.terminated || s.truncated) break;
+            o = std::move(s.observation);
+        }
+        bests.push_back(std::move(best));
+        std::stable_sort(bests.begin(), bests.end(), [](const Best& a, const Best& b) { return a.cost_ms < b.cost_ms; });
+    }
+    if (!stopped) result.reason = search::StopReason::converged;
+    const Best& top = bests.front();
+    result.graph = top.graph;
+    result.best_cost_ms = model.graph_cost(result.graph);
+    result.rewrites = search::detail::named_counts(*rules, top.path);
+    result.sequence = search::detail::named_sequence(*rules, top.path);
+    std::unordered_set<std::uint64_t> seen{canonical_hash(top.graph)};
+    for (std::size_t i = 1; i < bests.size() && result.runners_up.size() + 1 < options.search.keep_best; ++i) {
+        if (bests[i].path.empty() || !seen.insert(canonical_hash(bests[i].graph)).second) continue;
+        result.runners_up.push_back({bests[i].graph, model.graph_cost(bests[i].graph),
+                                     search::detail::named_counts(*rules, bests[i].path),
+                                     search::detail::named_sequence(*rules, bests[i].path)});
+    }
+    result.seconds = stop.seconds();
+    return result;
+}
+
+}  // namespace rlflow::rl

@@ -1,0 +1,132 @@
+// `rlflow train` and `optimize --search mf` as a user runs them: an agent directory with
+// a training log, an exact resume, damaged or foreign checkpoints refused with exit code 2,
+// and the trained agent optimising a model.
+#include "support.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+using namespace rlflow::cli_test;
+
+namespace {
+
+std::string read_file(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+constexpr const char* train_args = "train --graph zoo:squeezenet1_1 zoo:resnet18 --cost analytic --rollout-steps 32 --seed 3";
+
+}  // namespace
+
+TEST_CASE("train writes an agent and a log line per update, and a resumed run equals an uninterrupted one bit for bit") {
+    const ScratchDir dir("rlflow-cli-train");
+    const std::string straight = dir.file("straight"), halves = dir.file("halves");
+    const Result full = run_cli(std::string(train_args) + " --updates 4 --checkpoint " + straight);
+    REQUIRE_MESSAGE(full.exit_code == 0, full.output);
+    CHECK(full.output.find("done after 4 updates") != std::string::npos);
+
+    std::ifstream log(straight + "/train.jsonl");
+    std::vector<nlohmann::json> lines;
+    for (std::string line; std::getline(log, line);) lines.push_back(nlohmann::json::parse(line));
+    REQUIRE(lines.size() == 4);
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+        const nlohmann::json& j = lines[i];
+        CHECK(j["update"] == i + 1);
+        CHECK(j["env_steps"] == 32 * (i + 1));
+        for (const char* key : {"episodes", "mean_return", "entropy", "approx_kl", "clip_fraction", "value_loss",
+                                "explained_variance", "seconds", "final_cost_ratio", "best_cost_ratio"})
+            CHECK_MESSAGE(j.contains(key), key);
+        CHECK(j["entropy"].get<double>() > 0);
+        CHECK(j["best_cost_ratio"].contains("zoo:resnet18"));
+    }
+
+    REQUIRE(run_cli(std::string(train_args) + " --updates 2 --checkpoint " + halves).exit_code == 0);
+    const Result resumed = run_cli("train --resume --updates 2 --cost analytic --checkpoint " + halves);
+    REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.output);
+    CHECK(resumed.output.find("resuming at update 2") != std::string::npos);
+    CHECK(read_file(straight + "/weights.ckpt") == read_file(halves + "/weights.ckpt"));
+    auto state = [](const std::string& agent) {
+        nlohmann::json j = nlohmann::json::parse(read_file(agent + "/agent.json"));
+        j.erase("seconds");
+        return j;
+    };
+    CHECK(state(straight) == state(halves));
+
+    // Training into a directory that holds an agent without --resume is refused.
+    const Result again = run_cli(std::string(train_args) + " --updates 1 --checkpoint " + straight);
+    CHECK(again.exit_code == 2);
+    CHECK(again.output.find("already holds an agent") != std::string::npos);
+
+    // The trained agent optimises a model it was trained on; the result is verified.
+    const std::string out = dir.file("sq.onnx"), report = dir.file("sq.json");
+    const Result optimised = run_cli("optimize zoo:squeezenet1_1 --search mf --agent " + straight +
+                                     " --samples 2 --cost analytic --guard none -o " + out + " --report " + report);
+    REQUIRE_MESSAGE(optimised.exit_code == 0, optimised.output);
+    const nlohmann::json r = nlohmann::json::parse(read_file(report));
+    CHECK(r["search"] == "mf");
+    CHECK(r["agent"] == straight);
+    CHECK(r["real_steps"].get<int>() > 0);
+    CHECK(r["inference_seconds"].get<double>() >= 0);
+    CHECK(r["verified"] == true);
+    CHECK(r["cost_after_ms"].get<double>() <= r["cost_before_ms"].get<double>() + 1e-9);
+    CHECK(std::filesystem::exists(out));
+}
+
+TEST_CASE("a missing, damaged, torn or foreign agent is refused with exit code 2 naming what is wrong") {
+    const ScratchDir dir("rlflow-cli-train-bad");
+    const std::string agent = dir.file("agent");
+    REQUIRE(run_cli(std::string(train_args) + " --updates 1 --checkpoint " + agent).exit_code == 0);
+    const std::string out = dir.file("out.onnx");
+    const auto optimize_with = [&](const std::string& which) {
+        return run_cli("optimize zoo:squeezenet1_1 --search mf --cost analytic --guard none --agent " + which + " -o " + out);
+    };
+
+    const Result missing = optimize_with(dir.file("nowhere"));
+    CHECK(missing.exit_code == 2);
+    CHECK(missing.output.find("agent.json") != std::string::npos);
+    CHECK(run_cli("optimize zoo:squeezenet1_1 --search mf --cost analytic -o " + out).exit_code == 2);  // no --agent
+
+    // Another rule set: an agent over a rule the rules given lack.
+    const std::string json = read_file(agent + "/agent.json");
+    nlohmann::json foreign = nlohmann::json::parse(json);
+    foreign["rules"][0] = "a_rule_nobody_has";
+    std::ofstream(agent + "/agent.json") << foreign.dump();
+    const Result other_rules = optimize_with(agent);
+    CHECK(other_rules.exit_code == 2);
+    CHECK(other_rules.output.find("made for another rule set") != std::string::npos);
+    CHECK(other_rules.output.find("a_rule_nobody_has") != std::string::npos);
+
+    // Another feature width.
+    nlohmann::json wider = nlohmann::json::parse(json);
+    wider["node_features"] = wider["node_features"].get<int>() + 1;
+    std::ofstream(agent + "/agent.json") << wider.dump();
+    const Result other_width = optimize_with(agent);
+    CHECK(other_width.exit_code == 2);
+    CHECK(other_width.output.find("node features") != std::string::npos);
+
+    // Damaged JSON, and weights that are not the ones saved with it.
+    std::ofstream(agent + "/agent.json") << json.substr(0, json.size() / 2);
+    const Result damaged = optimize_with(agent);
+    CHECK(damaged.exit_code == 2);
+    CHECK(damaged.output.find("agent.json") != std::string::npos);
+    CHECK(damaged.output.find("damaged") != std::string::npos);
+    std::ofstream(agent + "/agent.json") << json;
+    std::string weights = read_file(agent + "/weights.ckpt");
+    weights[weights.size() / 2] ^= 0x5a;
+    std::ofstream(agent + "/weights.ckpt", std::ios::binary) << weights;
+    const Result torn = optimize_with(agent);
+    CHECK(torn.exit_code == 2);
+    CHECK(torn.output.find("not the file this agent was saved with") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(out));
+
+    // Resuming a damaged agent is refused the same way, and so is an unknown agent kind.
+    CHECK(run_cli("train --resume --updates 1 --cost analytic --checkpoint " + agent).exit_code == 2);
+    CHECK(run_cli("train --agent wm --graph zoo:squeezenet1_1 --checkpoint " + dir.file("wm")).exit_code == 2);
+}

@@ -1,0 +1,181 @@
+#pragma once
+// `rlflow train --agent mf --graph MODEL... --checkpoint DIR`: trains the model-free agent
+// (rl/trainer.hpp) with a progress bar, a JSON line per update in DIR/train.jsonl, and
+// atomic checkpoints (rl/agent_file.hpp) every few updates, on Ctrl-C and at the end;
+// `--resume` continues a run exactly where its last checkpoint left it.
+
+#include "command_optimize.hpp"
+#include "model_source.hpp"
+#include "progress.hpp"
+
+#include <rlflow/cost.hpp>
+#include <rlflow/cost/ort_backend.hpp>
+#include <rlflow/nn/backend/eigen.hpp>
+#include <rlflow/rl.hpp>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace rlflow::cli {
+
+struct TrainOptions {
+    std::string agent = "mf";
+    std::vector<std::string> graphs;
+    std::string checkpoint;
+    std::uint64_t seed = 0;
+    std::size_t episodes = 0;
+    std::size_t updates = 0;
+    double time_limit = 0;
+    bool resume = false;
+    std::string cost = "analytic";
+    std::string rules = "default";
+    std::size_t rollout_steps = rl::PpoOptions{}.rollout_steps;
+    std::size_t step_limit = rl::EnvOptions{}.step_limit;
+    std::size_t checkpoint_every = 5;
+    ModelOptions load;
+};
+
+/// Updates run when no limit is given.
+inline constexpr std::size_t default_updates = 50;
+
+/// NaN as JSON null.
+inline nlohmann::json number_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
+
+inline nlohmann::json update_json(const rl::UpdateLog& log, const std::vector<std::string>& graphs) {
+    nlohmann::json j;
+    j["update"] = log.update;
+    j["env_steps"] = log.env_steps;
+    j["episodes"] = log.episodes;
+    j["episodes_ended"] = log.episodes_ended;
+    j["mean_return"] = number_or_null(log.mean_return);
+    for (std::size_t g = 0; g < graphs.size(); ++g) {
+        j["final_cost_ratio"][graphs[g]] = number_or_null(log.final_cost_ratio[g]);
+        j["best_cost_ratio"][graphs[g]] = number_or_null(log.best_cost_ratio[g]);
+    }
+    j["entropy"] = log.stats.entropy;
+    j["approx_kl"] = log.stats.approx_kl;
+    j["clip_fraction"] = log.stats.clip_fraction;
+    j["policy_loss"] = log.stats.policy_loss;
+    j["value_loss"] = log.stats.value_loss;
+    j["explained_variance"] = log.stats.explained_variance;
+    j["epochs"] = log.stats.epochs;
+    j["seconds"] = log.seconds;
+    return j;
+}
+
+template <cost::CostBackend Backend>
+void train_with(const TrainOptions& o, Backend backend) {
+    const std::filesystem::path dir(o.checkpoint);
+    cost::CostModel<Backend> model(std::move(backend));
+    rl::AgentState state;
+    if (o.resume) {
+        state = rl::read_agent_state(dir);
+        if (!o.graphs.empty() && o.graphs != state.graphs)
+            throw precondition_error(dir.string() + ": trained on " + join(state.graphs, ", ") + "; resume it on those graphs");
+        if (state.cost_backend != model.name())
+            throw precondition_error(dir.string() + ": trained with costs from " + state.cost_backend + ", not " + model.name()
+                                     + "; resume it with the same --cost");
+    } else {
+        if (o.graphs.empty()) throw precondition_error("--graph: name at least one model to train on");
+        if (std::filesystem::exists(rl::agent_json_path(dir)))
+            throw precondition_error(dir.string() + " already holds an agent; --resume to continue it, or choose another --checkpoint");
+        state.graphs = o.graphs;
+        state.seed = o.seed;
+        state.policy.seed = o.seed;
+        state.ppo.rollout_steps = o.rollout_steps;
+        state.env.step_limit = o.step_limit;
+        state.cost_backend = model.name();
+    }
+    std::vector<Graph> graphs;
+    for (const std::string& g : state.graphs) graphs.push_back(load_model(g, o.load));
+    const auto library = load_rule_set(o.rules);
+    const auto rules = std::make_shared<const rewrite::RuleSet>(
+        o.resume ? rl::agent_rules(state, *library, dir)
+                 : rl::rules_matching(*library, o.rules == "default" ? rewrite::builtin_rules().size() : 0, graphs));
+    if (!o.resume) state.rules = rl::rule_names(*rules);
+    rl::MfTrainer<AgentBackend, Backend> trainer(std::move(graphs), rules, model, state);
+    if (o.resume) rl::load_agent_weights(dir, trainer.policy().parameters(), &trainer.adam());
+    std::filesystem::create_directories(dir);
+    std::printf("training the model-free agent on %s: %zu xfers, cost backend %s%s\n", join(state.graphs, ", ").c_str(),
+                rules->size(), model.name().c_str(), o.resume ? (", resuming at update " + std::to_string(state.updates)).c_str() : "");
+    std::fflush(stdout);
+
+    const std::size_t updates = o.updates == 0 && o.episodes == 0 && o.time_limit == 0 ? default_updates : o.updates;
+    const std::size_t first = trainer.state().updates;
+    const auto save = [&] { rl::save_agent(dir, trainer.snapshot(), trainer.policy().parameters(), &trainer.adam()); };
+    std::ofstream log(dir / "train.jsonl", std::ios::app);
+    RLFLOW_EXPECTS(log.good(), io_error, (dir / "train.jsonl").string() + ": cannot write the training log");
+    ProgressBar bar("train", updates > 0 ? first + updates : 0);
+    interrupted.store(false);
+    const auto previous = std::signal(SIGINT, [](int) { interrupted.store(true); });
+    double seconds = 0;
+    while (!interrupted.load()) {
+        if (updates > 0 && trainer.state().updates >= first + updates) break;
+        if (o.episodes > 0 && trainer.state().episodes >= o.episodes) break;
+        if (o.time_limit > 0 && seconds >= o.time_limit) break;
+        const rl::UpdateLog u = trainer.update();
+        seconds += u.seconds;
+        log << update_json(u, state.graphs).dump() << "\n";
+        log.flush();
+        char text[96];
+        std::snprintf(text, sizeof text, "steps %zu, episodes %zu, mean return %.3g", u.env_steps, u.episodes, u.mean_return);
+        bar.update(u.update, text);
+        if (u.update % o.checkpoint_every == 0) save();
+    }
+    std::signal(SIGINT, previous);
+    bar.finish();
+    save();
+    std::printf("%s after %zu updates, %zu environment steps, %zu episodes; agent saved in %s\n",
+                interrupted.load() ? "interrupted" : "done", trainer.state().updates, trainer.state().env_steps,
+                trainer.state().episodes, dir.c_str());
+}
+
+inline void dispatch_train(const TrainOptions& o) {
+    if (o.agent != "mf") throw precondition_error("--agent " + o.agent + ": only the model-free agent (mf) trains yet");
+    const std::string cost = o.cost == "auto" ? (cost::ort_unavailable_reason() ? "analytic" : "ort") : o.cost;
+    if (cost == "cpu") return train_with(o, cost::CpuProfiler{});
+    if (cost == "ort") {
+        cost::OrtBackendOptions ort;
+        ort.seed = o.seed;
+        return train_with(o, cost::OrtBackend(ort));
+    }
+    train_with(o, cost::AnalyticBackend::preset("cpu"));
+}
+
+inline void add_train_command(CLI::App& app) {
+    auto o = std::make_shared<TrainOptions>();
+    CLI::App* cmd = app.add_subcommand("train", "Train an agent to choose rewrites (the model-free PPO agent)");
+    cmd->add_option("--agent", o->agent, "mf (model-free PPO)")->check(CLI::IsMember({"mf"}))->capture_default_str();
+    cmd->add_option("--graph", o->graphs, "models to train on (zoo:NAME or .onnx files), one environment each");
+    cmd->add_option("--checkpoint", o->checkpoint, "the agent's directory (agent.json, weights.ckpt, train.jsonl)")->required();
+    cmd->add_option("--seed", o->seed, "seed of the weights, the rollouts and the updates")->capture_default_str();
+    cmd->add_option("--episodes", o->episodes, "stop after this many episodes in all (0: no limit)");
+    cmd->add_option("--updates", o->updates, "stop after this many more updates (default 50 when no limit is given)");
+    cmd->add_option("--time-limit", o->time_limit, "stop after this many seconds of training (0: none)")
+        ->check(CLI::Range(0.0, 1e9));
+    cmd->add_flag("--resume", o->resume, "continue the agent in --checkpoint exactly where it stopped");
+    cmd->add_option("--cost", o->cost, "where rewards come from: analytic (the cpu preset), ort, cpu, or auto (ort when installed)")
+        ->check(CLI::IsMember({"auto", "analytic", "ort", "cpu"}))->capture_default_str();
+    cmd->add_option("--rules", o->rules,
+                    "default (built-in rules + the generated rules that match a training graph), builtin, or a rules file")
+        ->capture_default_str();
+    cmd->add_option("--rollout-steps", o->rollout_steps, "environment steps per update")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))->capture_default_str();
+    cmd->add_option("--step-limit", o->step_limit, "steps after which an episode is cut")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{100'000}))->capture_default_str();
+    cmd->add_option("--checkpoint-every", o->checkpoint_every, "updates between checkpoints")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))->capture_default_str();
+    add_model_flags(*cmd, o->load);
+    cmd->callback([o] { dispatch_train(*o); });
+}
+
+}  // namespace rlflow::cli
