@@ -301,9 +301,9 @@ inline void print_summary(const nlohmann::json& j) {
 
 /// The cost cache file: --cost-cache, "none" for none, or by default a per-user file for
 /// measuring backends (whose prices take time to measure).
-inline std::optional<std::filesystem::path> cost_cache_path(const OptimizeOptions& o, const std::string& backend_name) {
-    if (o.cost_cache == "none") return std::nullopt;
-    if (!o.cost_cache.empty()) return std::filesystem::path(o.cost_cache);
+inline std::optional<std::filesystem::path> cost_cache_path(const std::string& option, const std::string& backend_name) {
+    if (option == "none") return std::nullopt;
+    if (!option.empty()) return std::filesystem::path(option);
     if (backend_name.starts_with("analytic")) return std::nullopt;
     return default_cost_cache(backend_name);
 }
@@ -388,7 +388,7 @@ void optimize_with(const OptimizeOptions& o, Backend backend, const std::string&
     const Graph original = load_model(o.model, o.load);
     const auto rules = load_rule_set(o.rules);
     cost::CostModel<Backend> model(std::move(backend));
-    const auto cache = cost_cache_path(o, model.name());
+    const auto cache = cost_cache_path(o.cost_cache, model.name());
     load_cost_cache(model, cache);
     std::printf("target: %s; cost backend: %s; guard: %s\n", target.c_str(), model.name().c_str(),
                 guard.mode == "ort" ? ("ONNX Runtime, levels " + join(guard.levels, ", ")).c_str() : "off");

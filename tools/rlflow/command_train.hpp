@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,11 +37,12 @@ struct TrainOptions {
     std::size_t updates = 0;
     double time_limit = 0;
     bool resume = false;
-    std::string cost = "analytic";
+    std::string cost = "auto";
     std::string rules = "default";
     std::size_t rollout_steps = rl::PpoOptions{}.rollout_steps;
     std::size_t step_limit = rl::EnvOptions{}.step_limit;
     std::size_t checkpoint_every = 5;
+    std::string cost_cache;
     ModelOptions load;
 };
 
@@ -95,6 +97,9 @@ void train_with(const TrainOptions& o, Backend backend) {
         state.env.step_limit = o.step_limit;
         state.cost_backend = model.name();
     }
+    // Measured op prices are shared with optimize through the same cache file.
+    const std::optional<std::filesystem::path> cache = cost_cache_path(o.cost_cache, model.name());
+    load_cost_cache(model, cache);
     std::vector<Graph> graphs;
     for (const std::string& g : state.graphs) graphs.push_back(load_model(g, o.load));
     const auto library = load_rule_set(o.rules);
@@ -111,10 +116,19 @@ void train_with(const TrainOptions& o, Backend backend) {
 
     const std::size_t updates = o.updates == 0 && o.episodes == 0 && o.time_limit == 0 ? default_updates : o.updates;
     const std::size_t first = trainer.state().updates;
-    const auto save = [&] { rl::save_agent(dir, trainer.snapshot(), trainer.policy().parameters(), &trainer.adam()); };
+    const auto save = [&] {
+        rl::save_agent(dir, trainer.snapshot(), trainer.policy().parameters(), &trainer.adam());
+        save_cost_cache(model, cache, !o.cost_cache.empty());
+    };
     std::ofstream log(dir / "train.jsonl", std::ios::app);
     RLFLOW_EXPECTS(log.good(), io_error, (dir / "train.jsonl").string() + ": cannot write the training log");
-    ProgressBar bar("train", updates > 0 ? first + updates : 0);
+    // The bar runs to the limit that will stop training: updates, episodes or seconds.
+    enum class Limit { updates, episodes, seconds };
+    const Limit limit = updates > 0 ? Limit::updates : o.episodes > 0 ? Limit::episodes : Limit::seconds;
+    ProgressBar bar(limit == Limit::seconds ? "train (s)" : limit == Limit::episodes ? "train (episodes)" : "train",
+                    limit == Limit::updates    ? first + updates
+                    : limit == Limit::episodes ? o.episodes
+                                               : static_cast<std::size_t>(std::ceil(o.time_limit)));
     interrupted.store(false);
     const auto previous = std::signal(SIGINT, [](int) { interrupted.store(true); });
     double seconds = 0;
@@ -126,9 +140,11 @@ void train_with(const TrainOptions& o, Backend backend) {
         seconds += u.seconds;
         log << update_json(u, state.graphs).dump() << "\n";
         log.flush();
-        char text[96];
-        std::snprintf(text, sizeof text, "steps %zu, episodes %zu, mean return %.3g", u.env_steps, u.episodes, u.mean_return);
-        bar.update(u.update, text);
+        char text[112];
+        std::snprintf(text, sizeof text, "update %zu, steps %zu, episodes %zu, mean return %.3g", u.update, u.env_steps,
+                      u.episodes, u.mean_return);
+        bar.update(limit == Limit::updates ? u.update : limit == Limit::episodes ? u.episodes : static_cast<std::size_t>(seconds),
+                   text);
         if (u.update % o.checkpoint_every == 0) save();
     }
     std::signal(SIGINT, previous);
@@ -163,8 +179,13 @@ inline void add_train_command(CLI::App& app) {
     cmd->add_option("--time-limit", o->time_limit, "stop after this many seconds of training (0: none)")
         ->check(CLI::Range(0.0, 1e9));
     cmd->add_flag("--resume", o->resume, "continue the agent in --checkpoint exactly where it stopped");
-    cmd->add_option("--cost", o->cost, "where rewards come from: analytic (the cpu preset), ort, cpu, or auto (ort when installed)")
+    cmd->add_option("--cost", o->cost,
+                    "where rewards come from: auto (ort when ONNX Runtime is installed, else analytic), analytic (the cpu "
+                    "preset), ort or cpu")
         ->check(CLI::IsMember({"auto", "analytic", "ort", "cpu"}))->capture_default_str();
+    cmd->add_option("--cost-cache", o->cost_cache,
+                    "read op costs from, and save them to, this file ('none': no cache; default for measuring backends: "
+                    "~/.cache/rlflow, shared with optimize)");
     cmd->add_option("--rules", o->rules,
                     "default (built-in rules + the generated rules that match a training graph), builtin, or a rules file")
         ->capture_default_str();
