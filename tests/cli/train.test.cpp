@@ -129,4 +129,10 @@ TEST_CASE("a missing, damaged, torn or foreign agent is refused with exit code 2
     // Resuming a damaged agent is refused the same way, and so is an unknown agent kind.
     CHECK(run_cli("train --resume --updates 1 --cost analytic --checkpoint " + agent).exit_code == 2);
     CHECK(run_cli("train --agent wm --graph zoo:squeezenet1_1 --checkpoint " + dir.file("wm")).exit_code == 2);
+    // Bad settings are refused before anything is made.
+    for (const char* bad : {"--entropy -1", "--learning-rate 0", "--rollout-steps 0", "--time-limit -5"}) {
+        const std::string where = dir.file("bad");
+        CHECK_MESSAGE(run_cli(std::string(train_args) + " " + bad + " --checkpoint " + where).exit_code == 2, bad);
+        CHECK_FALSE(std::filesystem::exists(where));
+    }
 }

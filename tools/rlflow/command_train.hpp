@@ -42,6 +42,8 @@ struct TrainOptions {
     std::size_t rollout_steps = rl::PpoOptions{}.rollout_steps;
     std::size_t step_limit = rl::EnvOptions{}.step_limit;
     std::size_t checkpoint_every = 5;
+    double entropy_coefficient = rl::PpoOptions{}.entropy_coefficient;
+    double learning_rate = rl::PpoOptions{}.learning_rate;
     std::string cost_cache;
     ModelOptions load;
 };
@@ -94,6 +96,8 @@ void train_with(const TrainOptions& o, Backend backend) {
         state.seed = o.seed;
         state.policy.seed = o.seed;
         state.ppo.rollout_steps = o.rollout_steps;
+        state.ppo.entropy_coefficient = o.entropy_coefficient;
+        state.ppo.learning_rate = o.learning_rate;
         state.env.step_limit = o.step_limit;
         state.cost_backend = model.name();
     }
@@ -193,6 +197,10 @@ inline void add_train_command(CLI::App& app) {
         ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))->capture_default_str();
     cmd->add_option("--step-limit", o->step_limit, "steps after which an episode is cut")
         ->check(CLI::Range(std::size_t{1}, std::size_t{100'000}))->capture_default_str();
+    cmd->add_option("--entropy", o->entropy_coefficient, "PPO's entropy bonus (both heads)")
+        ->check(CLI::Range(0.0, 10.0))->capture_default_str();
+    cmd->add_option("--learning-rate", o->learning_rate, "Adam's learning rate at the first update")
+        ->check(CLI::Range(1e-8, 1.0))->capture_default_str();
     cmd->add_option("--checkpoint-every", o->checkpoint_every, "updates between checkpoints")
         ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))->capture_default_str();
     add_model_flags(*cmd, o->load);
