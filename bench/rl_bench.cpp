@@ -8,8 +8,12 @@
 // - env_reset: starting an episode (index every rule's locations, price every node).
 // - policy_act: one decision of the actor-critic (float Eigen backend) at batch 1: the
 //   graph network over the whole graph, both heads, sampling. Items are decisions.
-// - ppo_update: one PPO update (4 epochs, minibatches of 32) from a 64-step rollout of
-//   the given graph. Items are samples (steps x epochs run).
+// - ppo_update: one PPO update (4 epochs, minibatches of 32, two gradient shards) from a
+//   64-step rollout of the given graph, on 1 or 2 threads. Items are samples (steps x
+//   epochs run).
+// - train_update: one update of the model-free trainer (a 128-step rollout over two
+//   environments of the graph, then the PPO update) on 1 or 2 threads. Items are real
+//   environment steps: the training speed with the analytic cost.
 
 #include <rlflow/cost.hpp>
 #include <rlflow/models/zoo.hpp>
@@ -81,7 +85,7 @@ void policy_act(benchmark::State& state, const std::string& model) {
     state.counters["nodes"] = static_cast<double>(o.graph.num_nodes);
 }
 
-void ppo_update(benchmark::State& state, const std::string& model) {
+void ppo_update(benchmark::State& state, const std::string& model, unsigned jobs) {
     cost::CostModel<cost::AnalyticBackend> costs(cost::AnalyticBackend::preset("cpu"));
     rl::EnvironmentSet<cost::AnalyticBackend> envs({models::build_zoo_model(model)}, rules(), costs, {});
     rl::ActorCritic<Float> policy(static_cast<std::uint32_t>(rules()->size()), 200);
@@ -90,23 +94,44 @@ void ppo_update(benchmark::State& state, const std::string& model) {
     std::vector<rl::EpisodeRecord> episodes;
     const std::vector<rl::RolloutSegment> segments = envs.collect(policy, 64, rng, episodes);
     rl::PpoOptions options;
+    ThreadPool pool(jobs);
     std::int64_t samples = 0;
     for (auto _ : state) {
-        const rl::UpdateStats stats = rl::ppo_update(policy, adam, std::span<const rl::RolloutSegment>(segments), options, rng);
+        const rl::UpdateStats stats =
+            rl::ppo_update(policy, adam, std::span<const rl::RolloutSegment>(segments), options, rng, &pool);
         samples += 64 * stats.epochs;
     }
     state.SetItemsProcessed(samples);
 }
 
+void train_update(benchmark::State& state, const std::string& model, unsigned jobs) {
+    cost::CostModel<cost::AnalyticBackend> costs(cost::AnalyticBackend::preset("cpu"));
+    rl::AgentState agent;
+    agent.rules = rl::rule_names(*rules());
+    agent.graphs = {model};
+    rl::MfTrainer<Float, cost::AnalyticBackend> trainer({models::build_zoo_model(model)}, rules(), costs, agent, jobs);
+    std::int64_t steps = 0;
+    for (auto _ : state) {
+        const std::size_t before = trainer.state().env_steps;
+        (void)trainer.update();
+        steps += static_cast<std::int64_t>(trainer.state().env_steps - before);
+    }
+    state.SetItemsProcessed(steps);
+}
+
 }  // namespace
 
-BENCHMARK_CAPTURE(policy_act, bert, std::string("bert"))->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(policy_act, resnet50, std::string("resnet50"))->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(ppo_update, squeezenet1_1, std::string("squeezenet1_1"))->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(ppo_update, bert, std::string("bert"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(policy_act, bert, std::string("bert"))->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(policy_act, resnet50, std::string("resnet50"))->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(ppo_update, squeezenet1_1_jobs1, std::string("squeezenet1_1"), 1u)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(ppo_update, squeezenet1_1_jobs2, std::string("squeezenet1_1"), 2u)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(ppo_update, bert_jobs1, std::string("bert"), 1u)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(ppo_update, bert_jobs2, std::string("bert"), 2u)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(train_update, inception_v3_jobs1, std::string("inception_v3"), 1u)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(train_update, inception_v3_jobs2, std::string("inception_v3"), 2u)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(env_step, bert, std::string("bert"))->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(env_step, inception_v3, std::string("inception_v3"))->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(env_step, resnet50, std::string("resnet50"))->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(env_reset, bert, std::string("bert"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(env_reset, bert, std::string("bert"))->Unit(benchmark::kMillisecond)->UseRealTime();
 
 BENCHMARK_MAIN();

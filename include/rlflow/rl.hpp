@@ -10,6 +10,7 @@
 #include <rlflow/rl/env.hpp>
 #include <rlflow/rl/gae.hpp>
 #include <rlflow/rl/observation.hpp>
+#include <rlflow/rl/ort_latency.hpp>
 #include <rlflow/rl/policy.hpp>
 #include <rlflow/rl/ppo.hpp>
 #include <rlflow/rl/random_agent.hpp>

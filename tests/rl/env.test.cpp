@@ -166,3 +166,42 @@ TEST_CASE("the action space keeps the always-kept rules and only the others that
     CHECK(names.size() == kept.size());
     for (std::size_t r = 1; r < names.size(); ++r) CHECK(*all.find(names[r - 1]) < *all.find(names[r]));
 }
+
+TEST_CASE("a graph measure in place of the per-op sum sets the rewards, and NO-OP measures nothing") {
+    auto model = analytic_cpu();
+    rl::EnvOptions options;
+    options.step_limit = 8;
+    rl::GraphEnv env(builtin(), model, options);
+    // A stand-in for ORT's end-to-end latency: a cost per live node, so every rewrite that
+    // removes nodes pays, whatever the per-op prices say.
+    std::size_t calls = 0;
+    env.measure_with([&calls](const Graph& g) {
+        ++calls;
+        return 0.5 * static_cast<double>(g.num_nodes());
+    });
+    rl::Observation o = env.reset(models::build_zoo_model("squeezenet1_1"));
+    CHECK(calls == 1);
+    CHECK(env.initial_cost_ms() == 0.5 * static_cast<double>(env.graph().num_nodes()));
+    std::mt19937_64 rng(3);
+    double total = 0;
+    for (std::size_t step = 0; step < 3; ++step) {
+        rl::Action a = rl::random_rewrite(o, rng);
+        if (a.xfer == o.num_xfers) a = {0, 0};  // keep rewriting: the NO-OP comes last
+        if (o.location_count(a.xfer) == 0) break;
+        const rl::StepResult s = env.step(a);
+        total += s.reward;
+        CHECK(s.info.cost_ms == 0.5 * static_cast<double>(env.graph().num_nodes()));
+        // Observations keep the cost model's per-op costs.
+        CHECK(model.graph_cost(env.graph()) > 0);
+        if (s.terminated || s.truncated) break;
+        o = s.observation;
+    }
+    const std::size_t before = calls;
+    const double cost = env.cost_ms();
+    const rl::StepResult stop = env.step({o.num_xfers, 0});
+    CHECK(stop.terminated);
+    CHECK(stop.reward == 0);
+    CHECK(calls == before);
+    CHECK(env.cost_ms() == cost);
+    CHECK(total == doctest::Approx((env.initial_cost_ms() - cost) / env.initial_cost_ms() * options.reward_scale).epsilon(1e-9));
+}

@@ -143,18 +143,20 @@ TEST_CASE("PPO learns the best rewrite sequence of a small graph") {
     const double optimum = best_return(probe, start, env_options.step_limit);
     REQUIRE(optimum > 0);
 
-    rl::EnvironmentSet<cost::AnalyticBackend> envs({two_branches(), two_branches()}, builtin(), model, env_options);
-    rl::ActorCritic<Float> policy(probe.num_xfers(), static_cast<std::uint32_t>(env_options.max_locations), {.seed = 2});
+    // Two environments on the graph; the default two gradient shards.
+    rl::EnvironmentSet<cost::AnalyticBackend> envs({two_branches()}, builtin(), model, env_options, 2);
+    rl::ActorCritic<Float> policy(probe.num_xfers(), static_cast<std::uint32_t>(env_options.max_locations), {.seed = 31});
     rl::PpoOptions ppo;
     ppo.minibatch_size = 16;
     nn::Adam<Float> adam(policy.parameters(), nn::AdamOptions{.learning_rate = nn::LearningRateSchedule::constant(3e-3)});
     CHECK(greedy_return(policy, model, env_options, two_branches()) < optimum - 1e-6);
-    Rng rng(4);
+    ThreadPool pool(2);
+    Rng rng(131);
     std::vector<rl::EpisodeRecord> episodes;
     double first_gap = 1;
     for (int update = 0; update < 40; ++update) {
-        const std::vector<rl::RolloutSegment> segments = envs.collect(policy, 32, rng, episodes);
-        const rl::UpdateStats stats = rl::ppo_update(policy, adam, std::span<const rl::RolloutSegment>(segments), ppo, rng);
+        const std::vector<rl::RolloutSegment> segments = envs.collect(policy, 16, rng, episodes, &pool);
+        const rl::UpdateStats stats = rl::ppo_update(policy, adam, std::span<const rl::RolloutSegment>(segments), ppo, rng, &pool);
         if (update == 0) first_gap = stats.first_log_prob_gap;
         CHECK(std::isfinite(stats.policy_loss));
         CHECK(stats.epochs >= 1);
@@ -211,4 +213,81 @@ TEST_CASE("an agent directory round trip gives identical actions, and a resumed 
     CHECK(again.stats.policy_loss == next.stats.policy_loss);
     CHECK(again.stats.value_loss == next.stats.value_loss);
     std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a minibatch's gradient split over shards adds up to its whole gradient") {
+    auto model = cost::CostModel<cost::AnalyticBackend>{cost::AnalyticBackend::preset("cpu")};
+    rl::EnvOptions env_options;
+    env_options.step_limit = 4;
+    rl::EnvironmentSet<cost::AnalyticBackend> envs({two_branches()}, builtin(), model, env_options, 3);
+    const auto xfers = static_cast<std::uint32_t>(builtin()->size());
+    const auto locations = static_cast<std::uint32_t>(env_options.max_locations);
+    rl::ActorCritic<Float> whole(xfers, locations, {.seed = 6});
+    rl::ActorCritic<Float> split(xfers, locations, {.seed = 6});
+    Rng rng(8);
+    std::vector<rl::EpisodeRecord> episodes;
+    const std::vector<rl::RolloutSegment> segments = envs.collect(whole, 5, rng, episodes);
+    rl::Minibatch mb;
+    for (const rl::RolloutSegment& s : segments)
+        for (std::size_t t = 0; t < s.size(); ++t) {
+            mb.observations.push_back(&s.observations[t]);
+            mb.actions.push_back(s.actions[t]);
+            mb.advantages.push_back(s.rewards[t] - 0.1 * static_cast<double>(t));
+            mb.old_log_probs.push_back(s.log_probs[t] - 0.05);  // ratios off 1, some clipped
+            mb.returns.push_back(s.rewards[t]);
+        }
+    REQUIRE(mb.size() == 15);
+    const rl::PpoOptions options;
+    rl::ShardedGradient<Float> one(whole, 1);
+    rl::ShardedGradient<Float> four(split, 4);  // uneven shards: 3, 4, 4, 4 samples
+    ThreadPool pool(2);
+    const rl::MinibatchSums a = one.add(mb, options);
+    const rl::MinibatchSums b = four.add(mb, options, &pool);
+    // Float32 sums in another order: equal within a relative 1e-4.
+    CHECK(b.policy_loss == doctest::Approx(a.policy_loss).epsilon(1e-4));
+    CHECK(b.value_loss == doctest::Approx(a.value_loss).epsilon(1e-4));
+    CHECK(b.entropy == doctest::Approx(a.entropy).epsilon(1e-4));
+    CHECK(a.clipped == b.clipped);
+    const auto pa = whole.parameters(), pb = split.parameters();
+    REQUIRE(pa.size() == pb.size());
+    // Each gradient equal within 1e-4 of the largest gradient element.
+    double largest = 0;
+    for (const auto* p : pa)
+        for (const float g : p->grad.to_host()) largest = std::max(largest, static_cast<double>(std::abs(g)));
+    CHECK(largest > 1e-4);  // the gradients compared are not all zero
+    for (std::size_t p = 0; p < pa.size(); ++p) {
+        const auto ga = pa[p]->grad.to_host(), gb = pb[p]->grad.to_host();
+        double gap = 0;
+        for (std::size_t i = 0; i < ga.size(); ++i) gap = std::max(gap, static_cast<double>(std::abs(ga[i] - gb[i])));
+        CHECK_MESSAGE(gap <= 1e-4 * largest, pa[p]->name);
+    }
+}
+
+TEST_CASE("training computes the same on one thread and on two") {
+    auto model = cost::CostModel<cost::AnalyticBackend>{cost::AnalyticBackend::preset("cpu")};
+    rl::AgentState state;
+    state.rules = rl::rule_names(*builtin());
+    state.graphs = {"two branches"};
+    state.ppo.rollout_steps = 24;
+    state.ppo.minibatch_size = 8;
+    state.ppo.environments_per_graph = 3;
+    state.ppo.gradient_shards = 2;
+    state.env.step_limit = 3;
+    state.seed = 11;
+    state.policy.seed = 11;
+    rl::MfTrainer<Float, cost::AnalyticBackend> serial({two_branches()}, builtin(), model, state, 1);
+    rl::MfTrainer<Float, cost::AnalyticBackend> parallel({two_branches()}, builtin(), model, state, 2);
+    for (int update = 0; update < 3; ++update) {
+        const rl::UpdateLog a = serial.update();
+        const rl::UpdateLog b = parallel.update();
+        CHECK(a.env_steps == 24 * (update + 1));
+        CHECK(a.episodes == b.episodes);
+        CHECK(a.stats.policy_loss == b.stats.policy_loss);
+        CHECK(a.stats.value_loss == b.stats.value_loss);
+        CHECK(a.stats.entropy == b.stats.entropy);
+    }
+    // Bit for bit: the same code computes every environment's steps and every shard.
+    const auto pa = serial.policy().parameters(), pb = parallel.policy().parameters();
+    for (std::size_t p = 0; p < pa.size(); ++p) CHECK_MESSAGE(pa[p]->value.to_host() == pb[p]->value.to_host(), pa[p]->name);
+    CHECK(serial.snapshot().episode_actions == parallel.snapshot().episode_actions);
 }

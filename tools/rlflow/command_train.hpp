@@ -10,6 +10,7 @@
 
 #include <rlflow/cost.hpp>
 #include <rlflow/cost/ort_backend.hpp>
+#include <rlflow/core/parallel.hpp>
 #include <rlflow/nn/backend/eigen.hpp>
 #include <rlflow/rl.hpp>
 
@@ -17,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <concepts>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -38,12 +40,15 @@ struct TrainOptions {
     double time_limit = 0;
     bool resume = false;
     std::string cost = "auto";
+    std::string reward = "cost";
     std::string rules = "default";
     std::size_t rollout_steps = rl::PpoOptions{}.rollout_steps;
     std::size_t step_limit = rl::EnvOptions{}.step_limit;
     std::size_t checkpoint_every = 5;
     double entropy_coefficient = rl::PpoOptions{}.entropy_coefficient;
     double learning_rate = rl::PpoOptions{}.learning_rate;
+    std::size_t environments_per_graph = rl::PpoOptions{}.environments_per_graph;
+    unsigned jobs = default_jobs();
     std::string cost_cache;
     ModelOptions load;
 };
@@ -80,14 +85,30 @@ template <cost::CostBackend Backend>
 void train_with(const TrainOptions& o, Backend backend) {
     const std::filesystem::path dir(o.checkpoint);
     cost::CostModel<Backend> model(std::move(backend));
+    // Rewards from the whole graph's latency in ORT (as X-RLflow), or the per-op sum.
+    std::unique_ptr<cost::OrtWorker> own_worker;
+    std::unique_ptr<rl::OrtLatency> latency;
+    if (o.reward == "ort-latency") {
+        cost::OrtWorker* worker = nullptr;
+        if constexpr (std::same_as<Backend, cost::OrtBackend>) {
+            worker = &model.backend().worker();
+        } else {
+            own_worker = std::make_unique<cost::OrtWorker>();
+            worker = own_worker.get();
+        }
+        rl::OrtLatencyOptions measuring;
+        measuring.seed = o.seed;
+        latency = std::make_unique<rl::OrtLatency>(*worker, measuring);
+    }
+    const std::string rewards_from = latency ? latency->name() : model.name();
     rl::AgentState state;
     if (o.resume) {
         state = rl::read_agent_state(dir);
         if (!o.graphs.empty() && o.graphs != state.graphs)
             throw precondition_error(dir.string() + ": trained on " + join(state.graphs, ", ") + "; resume it on those graphs");
-        if (state.cost_backend != model.name())
-            throw precondition_error(dir.string() + ": trained with costs from " + state.cost_backend + ", not " + model.name()
-                                     + "; resume it with the same --cost");
+        if (state.cost_backend != rewards_from)
+            throw precondition_error(dir.string() + ": trained with costs from " + state.cost_backend + ", not " + rewards_from
+                                     + "; resume it with the same --cost and --reward");
     } else {
         if (o.graphs.empty()) throw precondition_error("--graph: name at least one model to train on");
         if (std::filesystem::exists(rl::agent_json_path(dir)))
@@ -98,8 +119,9 @@ void train_with(const TrainOptions& o, Backend backend) {
         state.ppo.rollout_steps = o.rollout_steps;
         state.ppo.entropy_coefficient = o.entropy_coefficient;
         state.ppo.learning_rate = o.learning_rate;
+        state.ppo.environments_per_graph = o.environments_per_graph;
         state.env.step_limit = o.step_limit;
-        state.cost_backend = model.name();
+        state.cost_backend = rewards_from;
     }
     // Measured op prices are shared with optimize through the same cache file.
     const std::optional<std::filesystem::path> cache = cost_cache_path(o.cost_cache, model.name());
@@ -111,11 +133,13 @@ void train_with(const TrainOptions& o, Backend backend) {
         o.resume ? rl::agent_rules(state, *library, dir)
                  : rl::rules_matching(*library, o.rules == "default" ? rewrite::builtin_rules().size() : 0, graphs));
     if (!o.resume) state.rules = rl::rule_names(*rules);
-    rl::MfTrainer<AgentBackend, Backend> trainer(std::move(graphs), rules, model, state);
+    rl::GraphMeasure measure;
+    if (latency) measure = [&latency](const Graph& g) { return (*latency)(g); };
+    rl::MfTrainer<AgentBackend, Backend> trainer(std::move(graphs), rules, model, state, o.jobs, measure);
     if (o.resume) rl::load_agent_weights(dir, trainer.policy().parameters(), &trainer.adam());
     std::filesystem::create_directories(dir);
-    std::printf("training the model-free agent on %s: %zu xfers, cost backend %s%s\n", join(state.graphs, ", ").c_str(),
-                rules->size(), model.name().c_str(), o.resume ? (", resuming at update " + std::to_string(state.updates)).c_str() : "");
+    std::printf("training the model-free agent on %s: %zu xfers, rewards from %s%s\n", join(state.graphs, ", ").c_str(),
+                rules->size(), rewards_from.c_str(), o.resume ? (", resuming at update " + std::to_string(state.updates)).c_str() : "");
     std::fflush(stdout);
 
     const std::size_t updates = o.updates == 0 && o.episodes == 0 && o.time_limit == 0 ? default_updates : o.updates;
@@ -127,11 +151,11 @@ void train_with(const TrainOptions& o, Backend backend) {
     std::ofstream log(dir / "train.jsonl", std::ios::app);
     RLFLOW_EXPECTS(log.good(), io_error, (dir / "train.jsonl").string() + ": cannot write the training log");
     // The bar runs to the limit that will stop training: updates, episodes or seconds.
-    enum class Limit { updates, episodes, seconds };
-    const Limit limit = updates > 0 ? Limit::updates : o.episodes > 0 ? Limit::episodes : Limit::seconds;
-    ProgressBar bar(limit == Limit::seconds ? "train (s)" : limit == Limit::episodes ? "train (episodes)" : "train",
-                    limit == Limit::updates    ? first + updates
-                    : limit == Limit::episodes ? o.episodes
+    enum class Limit { by_updates, by_episodes, by_seconds };
+    const Limit limit = updates > 0 ? Limit::by_updates : o.episodes > 0 ? Limit::by_episodes : Limit::by_seconds;
+    ProgressBar bar(limit == Limit::by_seconds ? "train (s)" : limit == Limit::by_episodes ? "train (episodes)" : "train",
+                    limit == Limit::by_updates    ? first + updates
+                    : limit == Limit::by_episodes ? o.episodes
                                                : static_cast<std::size_t>(std::ceil(o.time_limit)));
     interrupted.store(false);
     const auto previous = std::signal(SIGINT, [](int) { interrupted.store(true); });
@@ -147,7 +171,7 @@ void train_with(const TrainOptions& o, Backend backend) {
         char text[112];
         std::snprintf(text, sizeof text, "update %zu, steps %zu, episodes %zu, mean return %.3g", u.update, u.env_steps,
                       u.episodes, u.mean_return);
-        bar.update(limit == Limit::updates ? u.update : limit == Limit::episodes ? u.episodes : static_cast<std::size_t>(seconds),
+        bar.update(limit == Limit::by_updates ? u.update : limit == Limit::by_episodes ? u.episodes : static_cast<std::size_t>(seconds),
                    text);
         if (u.update % o.checkpoint_every == 0) save();
     }
@@ -157,6 +181,8 @@ void train_with(const TrainOptions& o, Backend backend) {
     std::printf("%s after %zu updates, %zu environment steps, %zu episodes; agent saved in %s\n",
                 interrupted.load() ? "interrupted" : "done", trainer.state().updates, trainer.state().env_steps,
                 trainer.state().episodes, dir.c_str());
+    if (latency)
+        std::printf("ORT latency: %zu graphs timed, %zu answers from the cache\n", latency->measured(), latency->cache_hits());
 }
 
 inline void dispatch_train(const TrainOptions& o) {
@@ -175,7 +201,7 @@ inline void add_train_command(CLI::App& app) {
     auto o = std::make_shared<TrainOptions>();
     CLI::App* cmd = app.add_subcommand("train", "Train an agent to choose rewrites (the model-free PPO agent)");
     cmd->add_option("--agent", o->agent, "mf (model-free PPO)")->check(CLI::IsMember({"mf"}))->capture_default_str();
-    cmd->add_option("--graph", o->graphs, "models to train on (zoo:NAME or .onnx files), one environment each");
+    cmd->add_option("--graph", o->graphs, "models to train on (zoo:NAME or .onnx files)");
     cmd->add_option("--checkpoint", o->checkpoint, "the agent's directory (agent.json, weights.ckpt, train.jsonl)")->required();
     cmd->add_option("--seed", o->seed, "seed of the weights, the rollouts and the updates")->capture_default_str();
     cmd->add_option("--episodes", o->episodes, "stop after this many episodes in all (0: no limit)");
@@ -187,6 +213,10 @@ inline void add_train_command(CLI::App& app) {
                     "where rewards come from: auto (ort when ONNX Runtime is installed, else analytic), analytic (the cpu "
                     "preset), ort or cpu")
         ->check(CLI::IsMember({"auto", "analytic", "ort", "cpu"}))->capture_default_str();
+    cmd->add_option("--reward", o->reward,
+                    "what rewards measure: cost (the --cost backend's per-op sum) or ort-latency (each new graph timed "
+                    "whole in ONNX Runtime, as X-RLflow; slow)")
+        ->check(CLI::IsMember({"cost", "ort-latency"}))->capture_default_str();
     cmd->add_option("--cost-cache", o->cost_cache,
                     "read op costs from, and save them to, this file ('none': no cache; default for measuring backends: "
                     "~/.cache/rlflow, shared with optimize)");
@@ -201,6 +231,10 @@ inline void add_train_command(CLI::App& app) {
         ->check(CLI::Range(0.0, 10.0))->capture_default_str();
     cmd->add_option("--learning-rate", o->learning_rate, "Adam's learning rate at the first update")
         ->check(CLI::Range(1e-8, 1.0))->capture_default_str();
+    cmd->add_option("--envs-per-graph", o->environments_per_graph, "environments per training graph, stepped in parallel")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{1024}))->capture_default_str();
+    cmd->add_option("--jobs", o->jobs, "threads for rollouts and gradients (results do not depend on it)")
+        ->check(CLI::Range(1u, 1024u))->capture_default_str();
     cmd->add_option("--checkpoint-every", o->checkpoint_every, "updates between checkpoints")
         ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))->capture_default_str();
     add_model_flags(*cmd, o->load);

@@ -37,6 +37,17 @@ struct Parameter {
     Parameter(std::string parameter_name, Tensor<B> initial)
         : name(std::move(parameter_name)), value(std::move(initial)), grad(value.shape()) {}
     void zero_grad() { grad.fill(0); }
+    /// Adds `g` (of the value's shape) to the gradient.
+    void add_grad(const Tensor<B>& g) {
+        RLFLOW_EXPECTS(g.shape() == value.shape(), shape_error,
+                       "gradient of shape " + g.shape().to_string() + " for parameter '" + name + "' of shape "
+                           + value.shape().to_string());
+        if (!grad.defined()) grad = Tensor<B>(value.shape());
+        Strided3 plan;
+        plan.dims = detail::padded3(grad.shape());
+        plan.a = plan.b = detail::broadcast_strides(grad.shape(), plan.dims);
+        B::template zip<fn::Add>(plan, grad.data(), grad.data(), g.data());
+    }
 };
 
 /// A tensor on a tape: a handle (the tape and a record number), cheap to copy.
@@ -145,14 +156,7 @@ public:
             Node& n = m_nodes[i];
             if (!n.grad.defined()) continue;
             if (n.backward) n.backward->run(*this, n.grad, n.owned);
-            if (n.parameter != nullptr) {
-                Parameter<B>& p = *n.parameter;
-                if (!p.grad.defined()) p.grad = Tensor<B>(p.value.shape());
-                Strided3 plan;
-                plan.dims = detail::padded3(p.grad.shape());
-                plan.a = plan.b = detail::broadcast_strides(p.grad.shape(), plan.dims);
-                B::template zip<fn::Add>(plan, p.grad.data(), p.grad.data(), n.grad.data());
-            }
+            if (n.parameter != nullptr) n.parameter->add_grad(n.grad);
             // Intermediate gradients are not needed once passed on.
             if (n.parameter == nullptr && n.backward) n.grad = Tensor<B>();
         }

@@ -90,7 +90,8 @@ void save_agent(const std::filesystem::path& dir, const AgentState& state, const
                 {"minibatch_size", p.minibatch_size}, {"normalize_advantages", p.normalize_advantages},
                 {"entropy_coefficient", p.entropy_coefficient}, {"value_coefficient", p.value_coefficient},
                 {"max_grad_norm", p.max_grad_norm}, {"target_kl", p.target_kl}, {"learning_rate", p.learning_rate},
-                {"rollout_steps", p.rollout_steps}};
+                {"rollout_steps", p.rollout_steps}, {"environments_per_graph", p.environments_per_graph},
+                {"gradient_shards", p.gradient_shards}};
     j["cost_backend"] = state.cost_backend;
     j["graphs"] = state.graphs;
     j["seed"] = state.seed;
@@ -148,7 +149,9 @@ void save_agent(const std::filesystem::path& dir, const AgentState& state, const
                  p.at("minibatch_size").get<std::size_t>(), p.at("normalize_advantages").get<bool>(),
                  p.at("entropy_coefficient").get<double>(), p.at("value_coefficient").get<double>(),
                  p.at("max_grad_norm").get<double>(), p.at("target_kl").get<double>(),
-                 p.at("learning_rate").get<double>(), p.at("rollout_steps").get<std::size_t>()};
+                 p.at("learning_rate").get<double>(), p.at("rollout_steps").get<std::size_t>(),
+                 // Agents saved before rollouts and gradients ran in parallel had one of each.
+                 p.value("environments_per_graph", std::size_t{1}), p.value("gradient_shards", std::size_t{1})};
         s.cost_backend = j.at("cost_backend").get<std::string>();
         s.graphs = j.at("graphs").get<std::vector<std::string>>();
         s.seed = j.at("seed").get<std::uint64_t>();

@@ -11,7 +11,8 @@
 ///   there: the episode did not end, it was cut).
 /// - Reward = (cost_{t-1} - cost_t) / cost_0 x reward_scale, so the rewards of an episode
 ///   sum to (cost_0 - cost_T) / cost_0 x reward_scale: the fraction of the input's cost the
-///   episode saved.
+///   episode saved. The cost is the cost model's per-op sum, or a GraphMeasure of the whole
+///   graph (measure_with: the end-to-end latency in ONNX Runtime, rl/ort_latency.hpp).
 /// - An action the masks forbid is a programming error of the agent: step() throws
 ///   precondition_error, it does not return a penalty (the thesis's environment rewarded
 ///   invalid actions with a penalty, which teaches the masks instead of the task).
@@ -23,7 +24,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -47,6 +50,10 @@ struct EnvOptions {
     /// Rewards are fractions of the input's cost times this.
     double reward_scale = 100;
 };
+
+/// A measure of a whole graph's cost in ms, taking the place of the cost model's per-op
+/// sum in rewards (OrtLatency: its end-to-end latency in ONNX Runtime).
+using GraphMeasure = std::function<double(const Graph&)>;
 
 /// What a step did, for logs and reports.
 struct StepInfo {
@@ -74,19 +81,30 @@ struct StepResult {
 template <cost::CostBackend Backend>
 class GraphEnv {
 public:
-    GraphEnv(std::shared_ptr<const rewrite::RuleSet> rules, cost::CostModel<Backend>& model, EnvOptions options = {})
-        : m_rules(std::move(rules)), m_model(&model), m_options(options) {
+    /// Environments that share `model` from several threads pass one `pricing` mutex: it
+    /// is held while the model prices (its cache is not thread-safe), and only then.
+    GraphEnv(std::shared_ptr<const rewrite::RuleSet> rules, cost::CostModel<Backend>& model, EnvOptions options = {},
+             std::mutex* pricing = nullptr)
+        : m_rules(std::move(rules)), m_model(&model), m_options(options), m_pricing(pricing) {
         RLFLOW_EXPECTS(m_rules != nullptr, precondition_error, "GraphEnv needs a rule set");
         RLFLOW_EXPECTS(m_options.max_locations > 0 && m_options.step_limit > 0 && m_options.reward_scale > 0,
                        precondition_error, "EnvOptions: max_locations, step_limit and reward_scale must be positive");
     }
 
+    /// Rewards and costs from `measure` instead of the cost model's per-op sum (empty: the
+    /// sum), from the next reset on. Observations keep the model's per-op costs. A measure
+    /// shared by environments on several threads is called under the pricing mutex.
+    void measure_with(GraphMeasure measure) { m_measure = std::move(measure); }
+
     /// Starts an episode on `graph`; returns the first observation.
     Observation reset(Graph graph) {
         m_tracker.reset();
         m_rewriter.emplace(std::move(graph), m_rules, rewrite::IndexOptions{m_options.max_locations});
-        m_tracker.emplace(*m_model, m_rewriter->graph());
-        m_initial_cost = m_tracker->total();
+        {
+            const auto lock = pricing_lock();
+            m_tracker.emplace(*m_model, m_rewriter->graph());
+            m_initial_cost = m_measure ? m_measure(m_rewriter->graph()) : m_tracker->total();
+        }
         RLFLOW_EXPECTS(m_initial_cost > 0, precondition_error, "GraphEnv: the graph costs nothing, there is nothing to save");
         m_cost = m_initial_cost;
         m_steps = 0;
@@ -112,12 +130,14 @@ public:
                                + std::to_string(action.xfer) + " ('" + (*m_rules)[action.xfer].name + "', "
                                + std::to_string(index.num_choices(action.xfer)) + " locations)");
             const EditJournal journal = m_rewriter->apply(action.xfer, action.location);
+            const auto lock = pricing_lock();
             m_tracker->update(m_rewriter->graph(), journal.touched_nodes());
             result.info.rule = (*m_rules)[action.xfer].name;
             result.info.location = action.location;
+            m_cost_now = m_measure ? m_measure(m_rewriter->graph()) : m_tracker->total();
         }
         ++m_steps;  // a refused action is not a step
-        const double cost = m_tracker->total();
+        const double cost = result.terminated ? m_cost : m_cost_now;
         result.reward = (m_cost - cost) / m_initial_cost * m_options.reward_scale;
         m_cost = cost;
         result.truncated = !result.terminated && m_steps >= m_options.step_limit;
@@ -144,9 +164,18 @@ public:
     [[nodiscard]] bool done() const noexcept { return m_done; }
 
 private:
+    /// The pricing mutex held, when there is one.
+    [[nodiscard]] std::unique_lock<std::mutex> pricing_lock() const {
+        return m_pricing ? std::unique_lock<std::mutex>(*m_pricing) : std::unique_lock<std::mutex>();
+    }
+
     std::shared_ptr<const rewrite::RuleSet> m_rules;
     cost::CostModel<Backend>* m_model;
     EnvOptions m_options;
+    std::mutex* m_pricing;
+    GraphMeasure m_measure;
+    /// The cost after the last rewrite (read outside the pricing lock).
+    double m_cost_now = 0;
     std::optional<rewrite::Rewriter> m_rewriter;
     std::optional<cost::CostTracker<Backend>> m_tracker;
     double m_initial_cost = 0;

@@ -1,11 +1,16 @@
 #pragma once
 /// \file
-/// Collecting experience: a set of environments, each restarting on its own graph when an
-/// episode ends, stepped together with one batched policy decision per step. What PPO
-/// updates from (RolloutSegment, one per environment) and what training logs (finished
-/// episodes).
+/// Collecting experience: a set of environments (a few per training graph), each
+/// restarting on its graph when an episode ends, stepped in parallel. What PPO updates
+/// from (RolloutSegment, one per environment) and what training logs (finished episodes).
+///
+/// Each environment decides and steps on its own (a batch of one), with a random stream
+/// seeded for it from the trainer's generator at every step, and writes only its own
+/// segment: a rollout is the same for any number of threads. They share the cost model
+/// under one mutex (GraphEnv's `pricing`).
 
 #include <rlflow/core/error.hpp>
+#include <rlflow/core/parallel.hpp>
 #include <rlflow/core/random.hpp>
 #include <rlflow/rl/env.hpp>
 #include <rlflow/rl/policy.hpp>
@@ -14,6 +19,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -21,8 +28,9 @@ namespace rlflow::rl {
 
 /// An episode that ended during a rollout.
 struct EpisodeRecord {
-    /// Which environment (and so which graph) it ran in.
+    /// Which environment it ran in, and on which graph.
     std::size_t environment = 0;
+    std::size_t graph = 0;
     /// Sum of its rewards.
     double episode_return = 0;
     /// Its graph's cost at the end over the cost at the start.
@@ -34,17 +42,21 @@ struct EpisodeRecord {
 template <cost::CostBackend C>
 class EnvironmentSet {
 public:
-    /// One environment per graph, all over `rules` and priced by `model`.
+    /// `copies` environments per graph (graph-major: those of graph 0 first), all over
+    /// `rules` and priced by `model`, rewarded by `measure` when given (GraphEnv::measure_with).
     EnvironmentSet(std::vector<Graph> graphs, std::shared_ptr<const rewrite::RuleSet> rules, cost::CostModel<C>& model,
-                   EnvOptions options = {})
-        : m_graphs(std::move(graphs)) {
-        RLFLOW_EXPECTS(!m_graphs.empty(), precondition_error, "EnvironmentSet needs a graph");
-        for (const Graph& g : m_graphs) {
-            m_envs.emplace_back(rules, model, options);
-            m_current.push_back(m_envs.back().reset(g));
+                   EnvOptions options = {}, std::size_t copies = 1, const GraphMeasure& measure = {})
+        : m_graphs(std::move(graphs)), m_copies(copies) {
+        RLFLOW_EXPECTS(!m_graphs.empty() && copies >= 1, precondition_error,
+                       "EnvironmentSet needs a graph and at least one environment per graph");
+        m_envs.reserve(m_graphs.size() * copies);
+        for (std::size_t e = 0; e < m_graphs.size() * copies; ++e) {
+            m_envs.emplace_back(rules, model, options, m_pricing.get());
+            m_envs.back().measure_with(measure);
+            m_current.push_back(m_envs.back().reset(m_graphs[graph_of(e)]));
             m_returns.push_back(0);
         }
-        m_actions.resize(m_graphs.size());
+        m_actions.resize(m_envs.size());
     }
 
     /// The actions of each environment's episode in progress, and their returns: with the
@@ -58,7 +70,7 @@ public:
                        "EnvironmentSet::restore: " + std::to_string(actions.size()) + " episodes for "
                            + std::to_string(m_envs.size()) + " environments");
         for (std::size_t e = 0; e < m_envs.size(); ++e) {
-            m_current[e] = m_envs[e].reset(m_graphs[e]);
+            m_current[e] = m_envs[e].reset(m_graphs[graph_of(e)]);
             for (const Action& a : actions[e]) {
                 StepResult r = m_envs[e].step(a);
                 RLFLOW_EXPECTS(!r.terminated && !r.truncated, precondition_error,
@@ -70,71 +82,79 @@ public:
         m_returns = returns;
     }
     [[nodiscard]] std::size_t size() const noexcept { return m_envs.size(); }
+    [[nodiscard]] std::size_t num_graphs() const noexcept { return m_graphs.size(); }
+    /// The graph environment `e` runs on.
+    [[nodiscard]] std::size_t graph_of(std::size_t e) const noexcept { return e / m_copies; }
     [[nodiscard]] GraphEnv<C>& env(std::size_t i) { return m_envs.at(i); }
     [[nodiscard]] const Observation& observation(std::size_t i) const { return m_current.at(i); }
 
-    /// Steps every environment `steps_per_env` times with `policy`; returns one segment per
-    /// environment and appends the episodes that ended to `episodes`.
+    /// Steps every environment `steps_per_env` times with `policy`, on `pool`'s threads
+    /// (none: in turn on this one); returns one segment per environment and appends the episodes that ended
+    /// to `episodes` (environment by environment, each in the order they ended).
     template <nn::TensorBackend B>
     std::vector<RolloutSegment> collect(ActorCritic<B>& policy, std::size_t steps_per_env, Rng& rng,
-                                        std::vector<EpisodeRecord>& episodes) {
+                                        std::vector<EpisodeRecord>& episodes, ThreadPool* pool = nullptr) {
         const std::size_t n = m_envs.size();
         std::vector<RolloutSegment> segments(n);
+        std::vector<std::vector<EpisodeRecord>> ended(n);
+        std::vector<std::uint64_t> seeds(n);
         for (std::size_t t = 0; t < steps_per_env; ++t) {
-            const Decision d = policy.act(pointers(), rng);
-            std::vector<std::size_t> truncated_envs;
-            std::vector<Observation> truncated_final;
-            for (std::size_t e = 0; e < n; ++e) {
-                RolloutSegment& s = segments[e];
-                // The value of the observation the previous step reached.
-                if (t > 0 && !s.terminated.back() && !s.truncated.back()) s.next_values.back() = d.values[e];
-                StepResult r = m_envs[e].step(d.actions[e]);
-                s.observations.push_back(std::move(m_current[e]));
-                s.actions.push_back(d.actions[e]);
-                s.log_probs.push_back(d.log_probs[e]);
-                s.values.push_back(d.values[e]);
-                s.rewards.push_back(r.reward);
-                s.next_values.push_back(0);
-                s.terminated.push_back(r.terminated ? 1 : 0);
-                s.truncated.push_back(r.truncated ? 1 : 0);
-                m_returns[e] += r.reward;
-                m_actions[e].push_back(d.actions[e]);
-                if (r.terminated || r.truncated) {
-                    m_actions[e].clear();
-                    episodes.push_back({e, m_returns[e], m_envs[e].cost_ms() / m_envs[e].initial_cost_ms(), m_envs[e].steps()});
-                    m_returns[e] = 0;
-                    if (r.truncated) {
-                        truncated_envs.push_back(e);
-                        truncated_final.push_back(std::move(r.observation));
-                    }
-                    m_current[e] = m_envs[e].reset(m_graphs[e]);
-                } else {
-                    m_current[e] = std::move(r.observation);
-                }
-            }
-            // A truncated episode is bootstrapped from the value of where it was cut.
-            if (!truncated_envs.empty()) {
-                std::vector<const Observation*> finals;
-                for (const Observation& o : truncated_final) finals.push_back(&o);
-                const std::vector<double> v = policy.values(finals);
-                for (std::size_t k = 0; k < truncated_envs.size(); ++k) segments[truncated_envs[k]].next_values.back() = v[k];
-            }
+            for (std::uint64_t& seed : seeds) seed = rng.next();
+            run_items(pool, n, [&](std::size_t e, unsigned) { step(policy, e, seeds[e], segments[e], ended[e]); });
         }
         // The segments' last steps that did not end are bootstrapped from where they stopped.
-        const std::vector<double> v = policy.values(pointers());
-        for (std::size_t e = 0; e < n; ++e)
-            if (!segments[e].terminated.back() && !segments[e].truncated.back()) segments[e].next_values.back() = v[e];
+        run_items(pool, n, [&](std::size_t e, unsigned) {
+            RolloutSegment& s = segments[e];
+            if (!s.terminated.back() && !s.truncated.back()) s.next_values.back() = value(policy, m_current[e]);
+        });
+        for (std::vector<EpisodeRecord>& list : ended) episodes.insert(episodes.end(), list.begin(), list.end());
         return segments;
     }
 
 private:
-    [[nodiscard]] std::vector<const Observation*> pointers() const {
-        std::vector<const Observation*> out;
-        for (const Observation& o : m_current) out.push_back(&o);
-        return out;
+    template <nn::TensorBackend B>
+    [[nodiscard]] static double value(ActorCritic<B>& policy, const Observation& o) {
+        const Observation* one = &o;
+        return policy.values(std::span<const Observation* const>(&one, 1))[0];
+    }
+
+    /// One step of environment `e`: decide with a stream seeded by `seed`, step, record.
+    template <nn::TensorBackend B>
+    void step(ActorCritic<B>& policy, std::size_t e, std::uint64_t seed, RolloutSegment& s,
+              std::vector<EpisodeRecord>& ended) {
+        Rng rng(seed);
+        const Observation* current = &m_current[e];
+        const Decision d = policy.act(std::span<const Observation* const>(&current, 1), rng);
+        const Action action = d.actions[0];
+        // The value of the observation the previous step reached.
+        if (!s.terminated.empty() && !s.terminated.back() && !s.truncated.back()) s.next_values.back() = d.values[0];
+        StepResult r = m_envs[e].step(action);
+        s.observations.push_back(std::move(m_current[e]));
+        s.actions.push_back(action);
+        s.log_probs.push_back(d.log_probs[0]);
+        s.values.push_back(d.values[0]);
+        s.rewards.push_back(r.reward);
+        s.next_values.push_back(0);
+        s.terminated.push_back(r.terminated ? 1 : 0);
+        s.truncated.push_back(r.truncated ? 1 : 0);
+        m_returns[e] += r.reward;
+        m_actions[e].push_back(action);
+        if (!r.terminated && !r.truncated) {
+            m_current[e] = std::move(r.observation);
+            return;
+        }
+        // A truncated episode is bootstrapped from the value of where it was cut.
+        if (r.truncated) s.next_values.back() = value(policy, r.observation);
+        ended.push_back({e, graph_of(e), m_returns[e], m_envs[e].cost_ms() / m_envs[e].initial_cost_ms(), m_envs[e].steps()});
+        m_actions[e].clear();
+        m_returns[e] = 0;
+        m_current[e] = m_envs[e].reset(m_graphs[graph_of(e)]);
     }
 
     std::vector<Graph> m_graphs;
+    std::size_t m_copies;
+    /// Held while an environment prices (declared before the environments that use it).
+    std::unique_ptr<std::mutex> m_pricing = std::make_unique<std::mutex>();
     std::vector<GraphEnv<C>> m_envs;
     std::vector<Observation> m_current;
     std::vector<double> m_returns;

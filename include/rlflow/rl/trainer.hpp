@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// Training the model-free agent: one environment per training graph, PPO updates from
-/// batched rollouts, and everything an agent directory (agent_file.hpp) needs to stop and
+/// Training the model-free agent: a few environments per training graph, PPO updates from
+/// parallel rollouts, and everything an agent directory (agent_file.hpp) needs to stop and
 /// continue exactly. An update collects PpoOptions::rollout_steps steps (split over the
 /// environments), runs ppo_update and reports what a training log shows.
 ///
@@ -9,6 +9,7 @@
 /// planned_updates updates' gradient steps (Adam counts them, and a checkpoint keeps the
 /// count, so a resumed run continues the schedule), then stays there.
 
+#include <rlflow/core/parallel.hpp>
 #include <rlflow/core/random.hpp>
 #include <rlflow/nn/optim.hpp>
 #include <rlflow/rl/agent_file.hpp>
@@ -50,16 +51,19 @@ public:
     /// A trainer over `graphs` (named in `state.graphs`); `state` holds the settings and,
     /// when it comes from an agent directory (state.updates > 0), where training stood:
     /// load the weights into policy() and adam() then (load_agent_weights).
+    /// Rollouts and gradients run on up to `jobs` threads; what training computes does not
+    /// depend on how many. Rewards come from `measure` when given (GraphEnv::measure_with).
     MfTrainer(std::vector<Graph> graphs, std::shared_ptr<const rewrite::RuleSet> rules, cost::CostModel<C>& model,
-              AgentState state)
+              AgentState state, unsigned jobs = 1, const GraphMeasure& measure = {})
         : m_state(std::move(state)),
-          m_envs(std::move(graphs), rules, model, m_state.env),
+          m_pool(std::make_unique<ThreadPool>(jobs)),
+          m_envs(std::move(graphs), rules, model, m_state.env, m_state.ppo.environments_per_graph, measure),
           m_policy(static_cast<std::uint32_t>(rules->size()), static_cast<std::uint32_t>(m_state.env.max_locations),
                    m_state.policy),
           m_adam(m_policy.parameters(), adam_options(m_state.ppo)),
           m_rng(m_state.updates == 0 ? Rng(m_state.seed) : Rng::from_state(m_state.rng)),
-          m_final(m_envs.size(), std::numeric_limits<double>::quiet_NaN()),
-          m_best(m_envs.size(), std::numeric_limits<double>::quiet_NaN()) {
+          m_final(m_envs.num_graphs(), std::numeric_limits<double>::quiet_NaN()),
+          m_best(m_envs.num_graphs(), std::numeric_limits<double>::quiet_NaN()) {
         RLFLOW_EXPECTS(m_state.rules.size() == rules->size(), precondition_error,
                        "MfTrainer: the agent's rule names and the rule set differ in size");
         if (m_state.updates > 0) m_envs.restore(m_state.episode_actions, m_state.episode_returns);
@@ -71,24 +75,24 @@ public:
 
     [[nodiscard]] ActorCritic<B>& policy() noexcept { return m_policy; }
     [[nodiscard]] nn::Adam<B>& adam() noexcept { return m_adam; }
-    [[nodiscard]] std::size_t num_graphs() const noexcept { return m_envs.size(); }
+    [[nodiscard]] std::size_t num_graphs() const noexcept { return m_envs.num_graphs(); }
 
     /// Collects a rollout and updates the policy from it.
     UpdateLog update() {
         const auto start = std::chrono::steady_clock::now();
         const std::size_t per_env = std::max<std::size_t>(1, m_state.ppo.rollout_steps / m_envs.size());
         std::vector<EpisodeRecord> ended;
-        const std::vector<RolloutSegment> segments = m_envs.collect(m_policy, per_env, m_rng, ended);
+        const std::vector<RolloutSegment> segments = m_envs.collect(m_policy, per_env, m_rng, ended, m_pool.get());
         UpdateLog log;
-        log.stats = ppo_update(m_policy, m_adam, std::span<const RolloutSegment>(segments), m_state.ppo, m_rng);
+        log.stats = ppo_update(m_policy, m_adam, std::span<const RolloutSegment>(segments), m_state.ppo, m_rng, m_pool.get());
         m_state.updates += 1;
         m_state.env_steps += per_env * m_envs.size();
         m_state.episodes += ended.size();
         double returns = 0;
         for (const EpisodeRecord& e : ended) {
             returns += e.episode_return;
-            m_final[e.environment] = e.cost_ratio;
-            if (!(m_best[e.environment] <= e.cost_ratio)) m_best[e.environment] = e.cost_ratio;
+            m_final[e.graph] = e.cost_ratio;
+            if (!(m_best[e.graph] <= e.cost_ratio)) m_best[e.graph] = e.cost_ratio;
         }
         log.update = m_state.updates;
         log.env_steps = m_state.env_steps;
@@ -123,6 +127,7 @@ private:
     }
 
     AgentState m_state;
+    std::unique_ptr<ThreadPool> m_pool;
     EnvironmentSet<C> m_envs;
     ActorCritic<B> m_policy;
     nn::Adam<B> m_adam;

@@ -3,8 +3,9 @@
 /// Stages 1 to 3 of the generator (synth/generator.hpp): enumerate every graph on the
 /// workers (detail/generator_enumerator.hpp), add the graphs of variables alone, and group
 /// graphs of equal fingerprints into classes whose outputs are exactly equal on every
-/// exact input set. Also the worker pool the later stages share.
+/// exact input set.
 
+#include <rlflow/core/parallel.hpp>
 #include <rlflow/synth/detail/generator_enumerator.hpp>
 #include <rlflow/synth/detail/generator_graph.hpp>
 #include <rlflow/synth/detail/generator_pairs.hpp>
@@ -12,11 +13,7 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <chrono>
-#include <exception>
-#include <functional>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -26,33 +23,6 @@ using Clock = std::chrono::steady_clock;
 
 [[nodiscard]] inline double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-/// Runs `work(i)` for i in [0, count) on `jobs` threads, calling `progress(done)` from the
-/// calling thread's share as items finish. Exceptions in a worker are rethrown.
-inline void parallel_for(std::size_t count, unsigned jobs, const std::function<void(std::size_t, unsigned)>& work,
-                         const std::function<void(std::size_t)>& progress) {
-    std::atomic<std::size_t> next{0}, done{0};
-    std::vector<std::exception_ptr> errors(std::max(1u, jobs));
-    const auto worker = [&](unsigned w) {
-        try {
-            for (std::size_t i = next++; i < count; i = next++) {
-                work(i, w);
-                ++done;
-                if (w == 0 && progress) progress(done.load());
-            }
-        } catch (...) {
-            errors[w] = std::current_exception();  // rethrown below, after every worker stopped
-            next = count;
-        }
-    };
-    std::vector<std::thread> threads;
-    for (unsigned w = 1; w < jobs; ++w) threads.emplace_back(worker, w);
-    worker(0);
-    for (std::thread& t : threads) t.join();
-    for (const std::exception_ptr& e : errors)
-        if (e) std::rethrow_exception(e);
-    if (progress) progress(count);
 }
 
 /// Graphs of no nodes whose outputs are one variable, or two (up to max_outputs): the

@@ -1,0 +1,51 @@
+// OrtLatency (rl/ort_latency.hpp): whole graphs timed in ONNX Runtime, cached by their
+// canonical form. Skipped where ONNX Runtime is not installed.
+#include <rlflow/core/graph.hpp>
+#include <rlflow/exec/random.hpp>
+#include <rlflow/rl/ort_latency.hpp>
+
+#include <doctest/doctest.h>
+
+#include <vector>
+
+using namespace rlflow;
+
+namespace {
+
+/// y = Relu(x W) or, with `add`, y = Relu(x W) + x: two graphs of different latency.
+Graph small_graph(bool add) {
+    Graph g;
+    const TensorType t{DType::Float32, {64, 64}};
+    const NodeId x = g.add_input("x", t);
+    const NodeId w = g.add_weight("w", t);
+    NodeId y = g.add_node(OpKind::Relu, {{g.add_node(OpKind::MatMul, {{x, 0}, {w, 0}}), 0}});
+    if (add) y = g.add_node(OpKind::Add, {{y, 0}, {x, 0}});
+    g.add_output({y, 0});
+    exec::fill_random_weights(g, 1);
+    return g;
+}
+
+}  // namespace
+
+TEST_CASE("ORT latencies of whole graphs are measured once per canonical graph") {
+    if (const auto why = cost::ort_unavailable_reason()) {
+        MESSAGE("skipped: ", *why);
+        return;
+    }
+    cost::OrtWorker worker;
+    rl::OrtLatencyOptions options;
+    options.runs = 5;
+    options.sessions = 2;
+    rl::OrtLatency latency(worker, options);
+    CHECK(latency.name().starts_with("ort-latency:"));
+    CHECK(latency.name().ends_with(":basic:t1"));
+    const double plain = latency(small_graph(false));
+    CHECK(plain > 0);
+    CHECK(latency.measured() == 1);
+    // The same graph built again (other node ids, same canonical form) is not timed again.
+    CHECK(latency(small_graph(false)) == plain);
+    CHECK(latency.measured() == 1);
+    CHECK(latency.cache_hits() == 1);
+    CHECK(latency(small_graph(true)) > 0);
+    CHECK(latency.measured() == 2);
+}
