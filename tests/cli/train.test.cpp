@@ -136,3 +136,34 @@ TEST_CASE("a missing, damaged, torn or foreign agent is refused with exit code 2
         CHECK_FALSE(std::filesystem::exists(where));
     }
 }
+
+TEST_CASE("train on one thread and on two writes the same agent") {
+    const ScratchDir dir("rlflow-cli-train-jobs");
+    const std::string one = dir.file("one"), two = dir.file("two");
+    const std::string args = std::string(train_args) + " --updates 2 --envs-per-graph 3";
+    const Result serial = run_cli(args + " --jobs 1 --checkpoint " + one);
+    REQUIRE_MESSAGE(serial.exit_code == 0, serial.output);
+    REQUIRE(run_cli(args + " --jobs 2 --checkpoint " + two).exit_code == 0);
+    CHECK(read_file(one + "/weights.ckpt") == read_file(two + "/weights.ckpt"));
+    const nlohmann::json agent = nlohmann::json::parse(read_file(one + "/agent.json"));
+    CHECK(agent["ppo"]["environments_per_graph"] == 3);
+    CHECK(agent["episode_actions"].size() == 6);  // 3 environments for each of the 2 graphs
+}
+
+TEST_CASE("train --reward ort-latency rewards the ORT latency of whole graphs, and resume keeps to it") {
+    if (!ort_installed()) return;
+    const ScratchDir dir("rlflow-cli-train-latency");
+    const std::string agent = dir.file("agent");
+    const Result trained = run_cli("train --graph zoo:squeezenet1_1 --cost analytic --reward ort-latency --rollout-steps 4 "
+                                   "--step-limit 2 --updates 1 --checkpoint " + agent);
+    REQUIRE_MESSAGE(trained.exit_code == 0, trained.output);
+    CHECK(trained.output.find("rewards from ort-latency:") != std::string::npos);
+    CHECK(trained.output.find("graphs timed") != std::string::npos);
+    const nlohmann::json state = nlohmann::json::parse(read_file(agent + "/agent.json"));
+    CHECK(state["cost_backend"].get<std::string>().starts_with("ort-latency:"));
+    // Resuming with per-op rewards would mix two kinds of reward: refused, naming both.
+    const Result mixed = run_cli("train --resume --updates 1 --cost analytic --checkpoint " + agent);
+    CHECK(mixed.exit_code == 2);
+    CHECK(mixed.output.find("ort-latency:") != std::string::npos);
+    CHECK(mixed.output.find("--reward") != std::string::npos);
+}

@@ -291,3 +291,15 @@ TEST_CASE("training computes the same on one thread and on two") {
     for (std::size_t p = 0; p < pa.size(); ++p) CHECK_MESSAGE(pa[p]->value.to_host() == pb[p]->value.to_host(), pa[p]->name);
     CHECK(serial.snapshot().episode_actions == parallel.snapshot().episode_actions);
 }
+
+TEST_CASE("the entropy weight decays linearly over the planned updates, then stays") {
+    rl::PpoOptions ppo;
+    ppo.entropy_coefficient = 0.1;
+    ppo.final_entropy_coefficient = 0.01;
+    CHECK(rl::entropy_at(ppo, 0) == 0.1);
+    CHECK(rl::entropy_at(ppo, rl::planned_updates / 2) == doctest::Approx(0.055).epsilon(1e-12));
+    CHECK(rl::entropy_at(ppo, rl::planned_updates) == doctest::Approx(0.01).epsilon(1e-12));
+    CHECK(rl::entropy_at(ppo, 10 * rl::planned_updates) == doctest::Approx(0.01).epsilon(1e-12));
+    ppo.final_entropy_coefficient = ppo.entropy_coefficient;  // no decay
+    CHECK(rl::entropy_at(ppo, 7) == 0.1);
+}

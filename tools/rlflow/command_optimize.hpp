@@ -92,6 +92,9 @@ search::SearchResult agent_search(const OptimizeOptions& o, const Graph& g, cons
     if (o.agent.empty()) throw precondition_error("--search mf needs --agent DIR (a directory `rlflow train` wrote)");
     const std::filesystem::path dir(o.agent);
     const rl::AgentState state = rl::read_agent_state(dir);
+    if (state.cost_backend != model.name())
+        std::fprintf(stderr, "note: the agent in %s learned from %s costs; this search prices with %s\n", dir.c_str(),
+                     state.cost_backend.c_str(), model.name().c_str());
     const auto rules = std::make_shared<const rewrite::RuleSet>(rl::agent_rules(state, library, dir));
     rl::ActorCritic<AgentBackend> policy(static_cast<std::uint32_t>(rules->size()),
                                          static_cast<std::uint32_t>(state.env.max_locations), state.policy);
@@ -205,10 +208,11 @@ inline GraphStatistics written_statistics(const Graph& g, const OptimizeOptions&
     return graph_statistics(onnx_io::import_model(onnx_io::export_model(g, options), import));
 }
 
-/// Why the search stopped, in words.
-inline std::string stop_reason_text(search::StopReason reason) {
+/// Why the search (`search`, as --search names it) stopped, in words.
+inline std::string stop_reason_text(search::StopReason reason, std::string_view search) {
     switch (reason) {
-        case search::StopReason::converged: return "converged (no rewrite left to try)";
+        case search::StopReason::converged:
+            return search == "mf" ? "done (every rollout of the agent ended)" : "converged (no rewrite left to try)";
         case search::StopReason::budget: return "stopped at the --budget";
         case search::StopReason::time_limit: return "stopped at the --time-limit";
         case search::StopReason::interrupted: return "interrupted (Ctrl-C); kept the best graph so far";
@@ -250,7 +254,7 @@ inline nlohmann::json optimize_report(const OptimizeOptions& o, const std::strin
         j["samples"] = o.samples;
     }
     j["stop_reason"] = search::stop_reason_name(r.reason);
-    j["stop"] = stop_reason_text(r.reason);
+    j["stop"] = stop_reason_text(r.reason, o.search);
     j["seconds"] = r.seconds;
     j["verified"] = check.equal;
     j["verification"] = check.method;

@@ -46,6 +46,7 @@ struct TrainOptions {
     std::size_t step_limit = rl::EnvOptions{}.step_limit;
     std::size_t checkpoint_every = 5;
     double entropy_coefficient = rl::PpoOptions{}.entropy_coefficient;
+    std::optional<double> final_entropy_coefficient;
     double learning_rate = rl::PpoOptions{}.learning_rate;
     std::size_t environments_per_graph = rl::PpoOptions{}.environments_per_graph;
     unsigned jobs = default_jobs();
@@ -118,6 +119,10 @@ void train_with(const TrainOptions& o, Backend backend) {
         state.policy.seed = o.seed;
         state.ppo.rollout_steps = o.rollout_steps;
         state.ppo.entropy_coefficient = o.entropy_coefficient;
+        // Without --entropy-final the weight decays as the defaults do, from wherever it starts.
+        state.ppo.final_entropy_coefficient =
+            o.final_entropy_coefficient.value_or(o.entropy_coefficient * rl::PpoOptions{}.final_entropy_coefficient /
+                                                 rl::PpoOptions{}.entropy_coefficient);
         state.ppo.learning_rate = o.learning_rate;
         state.ppo.environments_per_graph = o.environments_per_graph;
         state.env.step_limit = o.step_limit;
@@ -229,6 +234,10 @@ inline void add_train_command(CLI::App& app) {
         ->check(CLI::Range(std::size_t{1}, std::size_t{100'000}))->capture_default_str();
     cmd->add_option("--entropy", o->entropy_coefficient, "PPO's entropy bonus (both heads)")
         ->check(CLI::Range(0.0, 10.0))->capture_default_str();
+    cmd->add_option("--entropy-final", o->final_entropy_coefficient,
+                    "the entropy bonus to decay to, linearly over the first " + std::to_string(rl::planned_updates) +
+                        " updates (default: in the defaults' proportion)")
+        ->check(CLI::Range(0.0, 10.0));
     cmd->add_option("--learning-rate", o->learning_rate, "Adam's learning rate at the first update")
         ->check(CLI::Range(1e-8, 1.0))->capture_default_str();
     cmd->add_option("--envs-per-graph", o->environments_per_graph, "environments per training graph, stepped in parallel")

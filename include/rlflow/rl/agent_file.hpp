@@ -91,7 +91,7 @@ void save_agent(const std::filesystem::path& dir, const AgentState& state, const
                 {"entropy_coefficient", p.entropy_coefficient}, {"value_coefficient", p.value_coefficient},
                 {"max_grad_norm", p.max_grad_norm}, {"target_kl", p.target_kl}, {"learning_rate", p.learning_rate},
                 {"rollout_steps", p.rollout_steps}, {"environments_per_graph", p.environments_per_graph},
-                {"gradient_shards", p.gradient_shards}};
+                {"gradient_shards", p.gradient_shards}, {"final_entropy_coefficient", p.final_entropy_coefficient}};
     j["cost_backend"] = state.cost_backend;
     j["graphs"] = state.graphs;
     j["seed"] = state.seed;
@@ -144,14 +144,24 @@ void save_agent(const std::filesystem::path& dir, const AgentState& state, const
         s.env = {env.at("max_locations").get<std::size_t>(), env.at("step_limit").get<std::size_t>(),
                  env.at("reward_scale").get<double>()};
         const auto& p = j.at("ppo");
-        s.ppo = {p.at("gamma").get<double>(),         p.at("lambda").get<double>(),
-                 p.at("clip").get<double>(),          p.at("epochs").get<int>(),
-                 p.at("minibatch_size").get<std::size_t>(), p.at("normalize_advantages").get<bool>(),
-                 p.at("entropy_coefficient").get<double>(), p.at("value_coefficient").get<double>(),
-                 p.at("max_grad_norm").get<double>(), p.at("target_kl").get<double>(),
-                 p.at("learning_rate").get<double>(), p.at("rollout_steps").get<std::size_t>(),
-                 // Agents saved before rollouts and gradients ran in parallel had one of each.
-                 p.value("environments_per_graph", std::size_t{1}), p.value("gradient_shards", std::size_t{1})};
+        PpoOptions& o = s.ppo;
+        o.gamma = p.at("gamma").get<double>();
+        o.lambda = p.at("lambda").get<double>();
+        o.clip = p.at("clip").get<double>();
+        o.epochs = p.at("epochs").get<int>();
+        o.minibatch_size = p.at("minibatch_size").get<std::size_t>();
+        o.normalize_advantages = p.at("normalize_advantages").get<bool>();
+        o.entropy_coefficient = p.at("entropy_coefficient").get<double>();
+        o.value_coefficient = p.at("value_coefficient").get<double>();
+        o.max_grad_norm = p.at("max_grad_norm").get<double>();
+        o.target_kl = p.at("target_kl").get<double>();
+        o.learning_rate = p.at("learning_rate").get<double>();
+        o.rollout_steps = p.at("rollout_steps").get<std::size_t>();
+        // Agents saved before rollouts and gradients ran in parallel had one of each, and
+        // a constant entropy weight.
+        o.environments_per_graph = p.value("environments_per_graph", std::size_t{1});
+        o.gradient_shards = p.value("gradient_shards", std::size_t{1});
+        o.final_entropy_coefficient = p.value("final_entropy_coefficient", o.entropy_coefficient);
         s.cost_backend = j.at("cost_backend").get<std::string>();
         s.graphs = j.at("graphs").get<std::vector<std::string>>();
         s.seed = j.at("seed").get<std::uint64_t>();

@@ -43,6 +43,9 @@ struct PpoOptions {
     /// rewrites cost more than they save, and ending at once is a safe return of 0), and
     /// on all four graphs of the model-free agent's results 0.1 ended equal or better.
     double entropy_coefficient = 0.1;
+    /// The entropy weight the trainer decays to, linearly over its planned updates (as
+    /// the learning rate); equal to entropy_coefficient: no decay.
+    double final_entropy_coefficient = 0.1;
     double value_coefficient = 0.5;
     /// Global gradient-norm clip.
     double max_grad_norm = 0.5;

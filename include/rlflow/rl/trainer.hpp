@@ -7,7 +7,9 @@
 ///
 /// The learning rate decays linearly from PpoOptions::learning_rate to a tenth of it over
 /// planned_updates updates' gradient steps (Adam counts them, and a checkpoint keeps the
-/// count, so a resumed run continues the schedule), then stays there.
+/// count, so a resumed run continues the schedule), then stays there. The entropy weight
+/// goes from PpoOptions::entropy_coefficient to final_entropy_coefficient over as many
+/// updates (entropy_at).
 
 #include <rlflow/core/parallel.hpp>
 #include <rlflow/core/random.hpp>
@@ -28,6 +30,12 @@ namespace rlflow::rl {
 
 /// Updates the learning-rate schedule spans.
 inline constexpr std::size_t planned_updates = 200;
+
+/// The entropy weight of update `update` (counted from 0).
+[[nodiscard]] inline double entropy_at(const PpoOptions& ppo, std::size_t update) {
+    const double done = std::min(1.0, static_cast<double>(update) / static_cast<double>(planned_updates));
+    return ppo.entropy_coefficient + (ppo.final_entropy_coefficient - ppo.entropy_coefficient) * done;
+}
 
 /// What one update did.
 struct UpdateLog {
@@ -84,7 +92,9 @@ public:
         std::vector<EpisodeRecord> ended;
         const std::vector<RolloutSegment> segments = m_envs.collect(m_policy, per_env, m_rng, ended, m_pool.get());
         UpdateLog log;
-        log.stats = ppo_update(m_policy, m_adam, std::span<const RolloutSegment>(segments), m_state.ppo, m_rng, m_pool.get());
+        PpoOptions now = m_state.ppo;
+        now.entropy_coefficient = entropy_at(m_state.ppo, m_state.updates);
+        log.stats = ppo_update(m_policy, m_adam, std::span<const RolloutSegment>(segments), now, m_rng, m_pool.get());
         m_state.updates += 1;
         m_state.env_steps += per_env * m_envs.size();
         m_state.episodes += ended.size();
