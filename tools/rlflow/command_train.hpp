@@ -82,14 +82,47 @@ inline nlohmann::json update_json(const rl::UpdateLog& log, const std::vector<st
     return j;
 }
 
-template <cost::CostBackend Backend>
-void train_with(const TrainOptions& o, Backend backend) {
+/// The agent to train: read from --checkpoint to resume (on the same graphs and rewards),
+/// or made from the options.
+inline rl::AgentState agent_state_for(const TrainOptions& o, const std::string& rewards_from) {
     const std::filesystem::path dir(o.checkpoint);
-    cost::CostModel<Backend> model(std::move(backend));
-    // Rewards from the whole graph's latency in ORT (as X-RLflow), or the per-op sum.
+    rl::AgentState state;
+    if (o.resume) {
+        state = rl::read_agent_state(dir);
+        if (!o.graphs.empty() && o.graphs != state.graphs)
+            throw precondition_error(dir.string() + ": trained on " + join(state.graphs, ", ") + "; resume it on those graphs");
+        if (state.cost_backend != rewards_from)
+            throw precondition_error(dir.string() + ": trained with costs from " + state.cost_backend + ", not " + rewards_from
+                                     + "; resume it with the same --cost and --reward");
+        return state;
+    }
+    if (o.graphs.empty()) throw precondition_error("--graph: name at least one model to train on");
+    if (std::filesystem::exists(rl::agent_json_path(dir)))
+        throw precondition_error(dir.string() + " already holds an agent; --resume to continue it, or choose another --checkpoint");
+    state.graphs = o.graphs;
+    state.seed = o.seed;
+    state.policy.seed = o.seed;
+    state.ppo.rollout_steps = o.rollout_steps;
+    state.ppo.entropy_coefficient = o.entropy_coefficient;
+    // Without --entropy-final the weight decays as the defaults do, from wherever it starts.
+    state.ppo.final_entropy_coefficient = o.final_entropy_coefficient.value_or(
+        o.entropy_coefficient * rl::PpoOptions{}.final_entropy_coefficient / rl::PpoOptions{}.entropy_coefficient);
+    state.ppo.learning_rate = o.learning_rate;
+    state.ppo.environments_per_graph = o.environments_per_graph;
+    state.env.step_limit = o.step_limit;
+    state.cost_backend = rewards_from;
+    return state;
+}
+
+/// With --reward ort-latency: whole graphs timed in ORT (as X-RLflow), on the cost
+/// backend's worker when it has one, else on a worker of its own; otherwise none.
+template <cost::CostBackend Backend>
+struct LatencyReward {
     std::unique_ptr<cost::OrtWorker> own_worker;
     std::unique_ptr<rl::OrtLatency> latency;
-    if (o.reward == "ort-latency") {
+
+    LatencyReward(const TrainOptions& o, cost::CostModel<Backend>& model) {
+        if (o.reward != "ort-latency") return;
         cost::OrtWorker* worker = nullptr;
         if constexpr (std::same_as<Backend, cost::OrtBackend>) {
             worker = &model.backend().worker();
@@ -101,33 +134,20 @@ void train_with(const TrainOptions& o, Backend backend) {
         measuring.seed = o.seed;
         latency = std::make_unique<rl::OrtLatency>(*worker, measuring);
     }
-    const std::string rewards_from = latency ? latency->name() : model.name();
-    rl::AgentState state;
-    if (o.resume) {
-        state = rl::read_agent_state(dir);
-        if (!o.graphs.empty() && o.graphs != state.graphs)
-            throw precondition_error(dir.string() + ": trained on " + join(state.graphs, ", ") + "; resume it on those graphs");
-        if (state.cost_backend != rewards_from)
-            throw precondition_error(dir.string() + ": trained with costs from " + state.cost_backend + ", not " + rewards_from
-                                     + "; resume it with the same --cost and --reward");
-    } else {
-        if (o.graphs.empty()) throw precondition_error("--graph: name at least one model to train on");
-        if (std::filesystem::exists(rl::agent_json_path(dir)))
-            throw precondition_error(dir.string() + " already holds an agent; --resume to continue it, or choose another --checkpoint");
-        state.graphs = o.graphs;
-        state.seed = o.seed;
-        state.policy.seed = o.seed;
-        state.ppo.rollout_steps = o.rollout_steps;
-        state.ppo.entropy_coefficient = o.entropy_coefficient;
-        // Without --entropy-final the weight decays as the defaults do, from wherever it starts.
-        state.ppo.final_entropy_coefficient =
-            o.final_entropy_coefficient.value_or(o.entropy_coefficient * rl::PpoOptions{}.final_entropy_coefficient /
-                                                 rl::PpoOptions{}.entropy_coefficient);
-        state.ppo.learning_rate = o.learning_rate;
-        state.ppo.environments_per_graph = o.environments_per_graph;
-        state.env.step_limit = o.step_limit;
-        state.cost_backend = rewards_from;
+    /// The measure rewards come from (empty: the cost model's per-op sum).
+    [[nodiscard]] rl::GraphMeasure measure() const {
+        if (!latency) return {};
+        return [l = latency.get()](const Graph& g) { return (*l)(g); };
     }
+};
+
+template <cost::CostBackend Backend>
+void train_with(const TrainOptions& o, Backend backend) {
+    const std::filesystem::path dir(o.checkpoint);
+    cost::CostModel<Backend> model(std::move(backend));
+    const LatencyReward<Backend> reward(o, model);
+    const std::string rewards_from = reward.latency ? reward.latency->name() : model.name();
+    rl::AgentState state = agent_state_for(o, rewards_from);
     // Measured op prices are shared with optimize through the same cache file.
     const std::optional<std::filesystem::path> cache = cost_cache_path(o.cost_cache, model.name());
     load_cost_cache(model, cache);
@@ -138,9 +158,7 @@ void train_with(const TrainOptions& o, Backend backend) {
         o.resume ? rl::agent_rules(state, *library, dir)
                  : rl::rules_matching(*library, o.rules == "default" ? rewrite::builtin_rules().size() : 0, graphs));
     if (!o.resume) state.rules = rl::rule_names(*rules);
-    rl::GraphMeasure measure;
-    if (latency) measure = [&latency](const Graph& g) { return (*latency)(g); };
-    rl::MfTrainer<AgentBackend, Backend> trainer(std::move(graphs), rules, model, state, o.jobs, measure);
+    rl::MfTrainer<AgentBackend, Backend> trainer(std::move(graphs), rules, model, state, o.jobs, reward.measure());
     if (o.resume) rl::load_agent_weights(dir, trainer.policy().parameters(), &trainer.adam());
     std::filesystem::create_directories(dir);
     std::printf("training the model-free agent on %s: %zu xfers, rewards from %s%s\n", join(state.graphs, ", ").c_str(),
@@ -186,8 +204,9 @@ void train_with(const TrainOptions& o, Backend backend) {
     std::printf("%s after %zu updates, %zu environment steps, %zu episodes; agent saved in %s\n",
                 interrupted.load() ? "interrupted" : "done", trainer.state().updates, trainer.state().env_steps,
                 trainer.state().episodes, dir.c_str());
-    if (latency)
-        std::printf("ORT latency: %zu graphs timed, %zu answers from the cache\n", latency->measured(), latency->cache_hits());
+    if (reward.latency)
+        std::printf("ORT latency: %zu graphs timed, %zu answers from the cache\n", reward.latency->measured(),
+                    reward.latency->cache_hits());
 }
 
 inline void dispatch_train(const TrainOptions& o) {

@@ -236,35 +236,43 @@ private:
     std::vector<std::vector<nn::Parameter<B>*>> m_replica_params;
 };
 
+/// A rollout's steps in one list, with their GAE advantages and returns.
+struct FlatRollout {
+    std::vector<const Observation*> observations;
+    std::vector<Action> actions;
+    std::vector<double> old_log_probs, advantages, returns, values;
+};
+[[nodiscard]] inline FlatRollout flatten(std::span<const RolloutSegment> segments, const PpoOptions& options) {
+    FlatRollout f;
+    for (const RolloutSegment& s : segments) {
+        const GaeResult g = generalized_advantages({s.rewards, s.values, s.next_values, s.terminated, s.truncated},
+                                                   options.gamma, options.lambda);
+        for (std::size_t t = 0; t < s.size(); ++t) {
+            f.observations.push_back(&s.observations[t]);
+            f.actions.push_back(s.actions[t]);
+            f.old_log_probs.push_back(s.log_probs[t]);
+            f.values.push_back(s.values[t]);
+        }
+        f.advantages.insert(f.advantages.end(), g.advantages.begin(), g.advantages.end());
+        f.returns.insert(f.returns.end(), g.returns.begin(), g.returns.end());
+    }
+    return f;
+}
+
 /// One PPO update of `policy` from `segments`, its minibatch gradients computed on `pool`'s
 /// threads (none: on this one; the result is the same for any number).
 template <nn::TensorBackend B>
 UpdateStats ppo_update(ActorCritic<B>& policy, nn::Adam<B>& adam, std::span<const RolloutSegment> segments,
                        const PpoOptions& options, Rng& rng, ThreadPool* pool = nullptr) {
-    // Flatten, with GAE per segment.
-    std::vector<const Observation*> observations;
-    std::vector<Action> actions;
-    std::vector<double> old_log_probs, advantages, returns, values;
-    for (const RolloutSegment& s : segments) {
-        const GaeResult g = generalized_advantages({s.rewards, s.values, s.next_values, s.terminated, s.truncated},
-                                                   options.gamma, options.lambda);
-        for (std::size_t t = 0; t < s.size(); ++t) {
-            observations.push_back(&s.observations[t]);
-            actions.push_back(s.actions[t]);
-            old_log_probs.push_back(s.log_probs[t]);
-            values.push_back(s.values[t]);
-        }
-        advantages.insert(advantages.end(), g.advantages.begin(), g.advantages.end());
-        returns.insert(returns.end(), g.returns.begin(), g.returns.end());
-    }
-    const std::size_t n = actions.size();
+    const FlatRollout flat = flatten(segments, options);
+    const std::size_t n = flat.actions.size();
     RLFLOW_EXPECTS(n > 0 && options.minibatch_size > 0 && options.epochs > 0, precondition_error,
                    "ppo_update needs steps, a minibatch size and epochs");
     UpdateStats stats;
     {
         std::vector<double> residual(n);
-        for (std::size_t i = 0; i < n; ++i) residual[i] = returns[i] - values[i];
-        const double sd_returns = detail::mean_and_sd(returns).sd;
+        for (std::size_t i = 0; i < n; ++i) residual[i] = flat.returns[i] - flat.values[i];
+        const double sd_returns = detail::mean_and_sd(flat.returns).sd;
         const double sd_residual = detail::mean_and_sd(residual).sd;
         stats.explained_variance = sd_returns > 0 ? 1 - (sd_residual * sd_residual) / (sd_returns * sd_returns) : 0;
     }
@@ -283,11 +291,11 @@ UpdateStats ppo_update(ActorCritic<B>& policy, nn::Adam<B>& adam, std::span<cons
             const std::size_t end = std::min(n, start + options.minibatch_size);
             Minibatch mb;
             for (std::size_t i = start; i < end; ++i) {
-                mb.observations.push_back(observations[order[i]]);
-                mb.actions.push_back(actions[order[i]]);
-                mb.advantages.push_back(advantages[order[i]]);
-                mb.old_log_probs.push_back(old_log_probs[order[i]]);
-                mb.returns.push_back(returns[order[i]]);
+                mb.observations.push_back(flat.observations[order[i]]);
+                mb.actions.push_back(flat.actions[order[i]]);
+                mb.advantages.push_back(flat.advantages[order[i]]);
+                mb.old_log_probs.push_back(flat.old_log_probs[order[i]]);
+                mb.returns.push_back(flat.returns[order[i]]);
             }
             if (options.normalize_advantages && mb.size() > 1) {
                 const detail::MeanSd a = detail::mean_and_sd(mb.advantages);
