@@ -236,11 +236,10 @@ private:
     std::vector<std::vector<nn::Parameter<B>*>> m_replica_params;
 };
 
-/// A rollout's steps in one list, with their GAE advantages and returns.
-struct FlatRollout {
-    std::vector<const Observation*> observations;
-    std::vector<Action> actions;
-    std::vector<double> old_log_probs, advantages, returns, values;
+/// A rollout's steps in one list, with their GAE advantages and returns (not normalised)
+/// and the values the policy gave them while acting.
+struct FlatRollout : Minibatch {
+    std::vector<double> values;
 };
 [[nodiscard]] inline FlatRollout flatten(std::span<const RolloutSegment> segments, const PpoOptions& options) {
     FlatRollout f;
