@@ -13,15 +13,7 @@
 namespace rlflow::tools {
 
 /// An op signature with its own copies of what cost::OpSignature points into.
-struct OwnedSignature {
-    OpKind op = OpKind::Opaque;
-    Attributes attributes;
-    std::vector<TensorType> inputs;
-    std::vector<TensorType> outputs;
-    std::vector<char> constant_inputs;
-
-    [[nodiscard]] cost::OpSignature view() const { return {op, attributes, inputs, outputs, constant_inputs}; }
-};
+using cost::OwnedSignature;
 
 /// One distinct signature, the first graph it was seen in, and its measured time.
 struct OpSample {

@@ -3,7 +3,7 @@
 
     /usr/bin/python3 tools/rank_correlation.py [--build BUILD_DIR] [--work DIR]
         [--models NAME...] [--walks N] [--focused-walks N] [--steps N]
-        [--runs N] [--warmup W] [--keep] [--table TSV] [-- OPTIONS OF rlflow_profile_variants...]
+        [--runs N] [--warmup W] [--sessions S] [--keep] [--table TSV] [-- OPTIONS OF rlflow_profile_variants...]
 
 1. Real exports: resnet18, resnext50_32x4d (grouped convolutions), squeezenet1_1,
    inception_v3 and the 12-layer transformer from tests/data, plus mobilenet_v2,
@@ -18,7 +18,8 @@
 3. Each model's variants are timed whole in ONNX Runtime (tools/ort/worker.js) at the
    level the end-to-end guard uses, basic, with one thread, interleaved in one request:
    W warm-up runs each, then N rounds that run every variant once, so noise that lasts
-   longer than a round hits all of them alike. ORT's median latency is the truth.
+   longer than a round hits all of them alike; that request is made S times, each in new
+   sessions, and the median over them of ORT's median latency is the truth.
 4. Reports, per model and overall, Spearman's rho between each backend's prediction and
    ORT's latency, and the median absolute percentage error (MdAPE) of the prediction.
    What a search needs is the ranking of rewrites *of one model*: rho over all variants
@@ -69,6 +70,8 @@ def parse_args():
     parser.add_argument("--steps", type=int, default=24, help="most rewrites per walk")
     parser.add_argument("--runs", type=int, default=25, help="interleaved ORT rounds (timed runs per variant)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed ORT runs per variant")
+    parser.add_argument("--sessions", type=int, default=3,
+                        help="requests per model, each in new ORT sessions; a variant's time is their median")
     parser.add_argument("--keep", action="store_true", help="keep the ONNX files")
     parser.add_argument("--table", help="report from this rank_correlation.tsv instead of measuring")
     parser.add_argument("variant_options", nargs="*", help="passed to rlflow_profile_variants (after --)")
@@ -152,7 +155,11 @@ def time_in_ort(variants, args):
         # The export is timed twice (first and last in each round): how far apart two
         # timings of one model fall is the noise floor the variants' spread is read against.
         original = next(v for v in group if v["variant"] == "original")
-        times = worker.time([v["path"] for v in group] + [original["path"]], args.runs, args.warmup)
+        # Each request loads every model into a new session: a session's time moves with
+        # where its buffers landed, so the truth is the median over --sessions requests.
+        requests = [worker.time([v["path"] for v in group] + [original["path"]], args.runs, args.warmup)
+                    for _ in range(args.sessions)]
+        times = [statistics.median(column) for column in zip(*requests)]
         for v, ms in zip(group, times):
             v["ort_ms"] = ms
             v["ort_ms_repeat"] = times[-1] if v is original else float("nan")
@@ -265,7 +272,7 @@ def main():
             "\t".join(str(v[c]) for c in TSV_COLUMNS) + "\n" for v in variants))
     summary = summarise(variants)
     summary["ort"] = {"version": version, "level": ORT_LEVEL, "threads": ORT_THREADS, "runs": args.runs,
-                      "warmup": args.warmup}
+                      "warmup": args.warmup, "sessions": args.sessions}
     summary["load_average"] = os.getloadavg()
     print_report(summary, variants)
     write_atomically(os.path.join(work, "rank_correlation.json"), json.dumps(summary, indent=2) + "\n")

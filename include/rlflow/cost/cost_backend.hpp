@@ -11,6 +11,7 @@
 #include <rlflow/core/tensor.hpp>
 
 #include <concepts>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -47,6 +48,22 @@ struct OpSignature {
     }
 };
 
+/// An op signature that owns what it points to, for a backend that prices an op as
+/// another form of it (CanonicalCostBackend). It has no producer: a canonical form is
+/// one op. Constant values point into the graph the original signature came from.
+struct OwnedSignature {
+    OpKind op = OpKind::Opaque;
+    Attributes attributes;
+    std::vector<TensorType> inputs;
+    std::vector<TensorType> outputs;
+    std::vector<char> constant_inputs;
+    std::vector<const Tensor*> constant_values;
+
+    [[nodiscard]] OpSignature view() const {
+        return OpSignature{op, attributes, inputs, outputs, constant_inputs, constant_values};
+    }
+};
+
 /// The most elements a constant input may have for its value to be in a signature.
 inline constexpr std::int64_t max_signature_value_elements = 16;
 
@@ -67,6 +84,18 @@ inline constexpr bool is_cost_backend_v = CostBackend<B>;
 /// producer, price(producer + consumer) - price(producer), measured, not assumed.
 template <class B>
 concept ContextCostBackend = CostBackend<B> && B::prices_in_context;
+
+/// A backend whose runtime runs some ops, or producer-consumer pairs, as another op
+/// (ONNX Runtime runs MatMul + bias Add as one Gemm, and a MatMul of a 3-D activation by
+/// a matrix as the 2-D MatMul of its rows). `canonical(op)` gives that form, or nullopt
+/// when `op` runs as it is; the form is its own canonical form. CostModel prices and
+/// caches the form, so every way of writing one kernel gets one price, measured once:
+/// two prices of one kernel measured apart would differ by the machine's drift, and a
+/// search would take that difference for a gain.
+template <class B>
+concept CanonicalCostBackend = CostBackend<B> && requires(const B& backend, const OpSignature& op) {
+    { backend.canonical(op) } -> std::same_as<std::optional<OwnedSignature>>;
+};
 
 /// A backend that prices many ops in one call (one round trip to a measuring process);
 /// CostModel batches the signatures of a new graph through it.

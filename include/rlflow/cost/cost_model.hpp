@@ -42,6 +42,8 @@ public:
 
     /// The cost of one op, from the cache or the backend.
     [[nodiscard]] double op_cost(const OpSignature& op) {
+        if constexpr (CanonicalCostBackend<Backend>)
+            if (const std::optional<OwnedSignature> form = m_backend.canonical(op)) return op_cost(form->view());
         std::string key = signature_key(op);
         if (const auto it = m_cache.find(key); it != m_cache.end()) return it->second;
         const double ms = static_cast<double>(m_backend.op_cost_ms(op));
@@ -62,7 +64,13 @@ public:
                 OpSignature pair = s.view();
                 pair.producer = &alone;
                 pair.producer_slot = head->slot;
-                return std::max(op_cost(pair) - op_cost(alone), 0.0);
+                const double added = op_cost(pair) - op_cost(alone);
+                // A pair the runtime runs as one op costs that op's price in all, exactly,
+                // as every other way of writing it does; the share is not clamped, since
+                // the head's own price was measured apart and may differ by noise.
+                if constexpr (CanonicalCostBackend<Backend>)
+                    if (m_backend.canonical(pair)) return added;
+                return std::max(added, 0.0);
             }
         }
         return op_cost(s.view());
@@ -107,7 +115,13 @@ public:
             std::vector<OpSignature> missing;
             std::vector<std::string> keys;
             std::unordered_set<std::string> seen;
-            const auto want = [&](const OpSignature& op) {
+            std::deque<OwnedSignature> forms;  // canonical forms the batch points into
+            const auto want = [&](const OpSignature& asked) {
+                const OpSignature* priced = &asked;
+                if constexpr (CanonicalCostBackend<Backend>)
+                    if (std::optional<OwnedSignature> form = m_backend.canonical(asked))
+                        priced = &views.emplace_back(forms.emplace_back(std::move(*form)).view());
+                const OpSignature& op = *priced;
                 std::string key = signature_key(op);
                 if (m_cache.contains(key) || !seen.insert(key).second) return;
                 keys.push_back(std::move(key));

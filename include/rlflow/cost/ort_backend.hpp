@@ -25,6 +25,9 @@
 /// from a fusion head (op_flag_fusion_tail, op_flag_fusion_head) is priced in context by
 /// CostModel, as price(head + tail) - price(head), each measured as a model, so what ORT
 /// fuses at the chosen level costs nothing extra and what it does not costs its kernel.
+/// Where ORT runs an op or a pair as another op (MatMul + bias Add as Gemm), that form is
+/// what is measured and cached (canonical()), so the ways of writing one kernel share a
+/// price instead of each carrying the machine's drift at the time it was measured.
 ///
 /// CostModel batches a new graph's signatures into one request, and caches prices under
 /// name(), which holds the ORT version and the settings (level, threads), so a cost
@@ -37,6 +40,7 @@
 /// fallback_count().
 
 #include <rlflow/cost/cpu_profiler.hpp>
+#include <rlflow/cost/detail/ort_canonical.hpp>
 #include <rlflow/cost/ort_worker.hpp>
 #include <rlflow/onnx/export.hpp>
 
@@ -44,6 +48,7 @@
 #include <atomic>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -139,6 +144,14 @@ public:
     /// The worker, for timing whole models under the same ORT.
     [[nodiscard]] OrtWorker& worker() noexcept { return *m_worker; }
 
+    /// The form ORT runs `op` in (cost/detail/ort_canonical.hpp): MatMul + bias Add as a
+    /// Gemm, a batched MatMul by a matrix as the 2-D MatMul of its rows; nullopt when it
+    /// runs as it is. At level disabled ORT fuses nothing, so only the rows form applies.
+    [[nodiscard]] std::optional<OwnedSignature> canonical(const OpSignature& op) const {
+        if (m_options.settings.level == "disabled") return detail::ort_matmul_as_rows(op);
+        return detail::ort_canonical(op);
+    }
+
     /// Median milliseconds of `op` in ORT (see the file comment).
     [[nodiscard]] double op_cost_ms(const OpSignature& op) { return op_costs_ms(std::span<const OpSignature>(&op, 1))[0]; }
 
@@ -231,5 +244,6 @@ private:
 };
 
 static_assert(BatchCostBackend<OrtBackend>);
+static_assert(CanonicalCostBackend<OrtBackend>);
 
 }  // namespace rlflow::cost
