@@ -24,7 +24,7 @@ struct OpSample {
 
 /// The signature of node `n` of `g`, given which nodes are weight-only (`constant`).
 [[nodiscard]] inline OwnedSignature node_signature(const Graph& g, const Node& n, const std::vector<char>& constant) {
-    OwnedSignature s{n.op, n.attributes, g.types_of(n.inputs), {}, {}};
+    OwnedSignature s{n.op, n.attributes, g.types_of(n.inputs), {}, {}, {}};
     for (const NodeOutput& out : n.outputs) s.outputs.push_back(out.type);
     for (const TensorRef& in : n.inputs) s.constant_inputs.push_back(in.present() && constant[in.node.value] ? 1 : 0);
     return s;

@@ -92,6 +92,27 @@ TEST_CASE("ways of writing one ORT kernel get one price, however the machine dri
     CHECK(std::abs(apart_gemm - apart_batched) > 0.01 * apart_batched);
 }
 
+TEST_CASE("a fused convolution and the Conv + Relu it is written as get one price") {
+    const auto conv_relu = [](bool fused) {
+        Graph g;
+        const TensorRef x{g.add_input("x", f32({1, 8, 8, 8})), 0};
+        const TensorRef w{g.add_weight("w", f32({8, 8, 3, 3}), data({8, 8, 3, 3})), 0};
+        const TensorRef b{g.add_weight("b", f32({8}), data({8})), 0};
+        Attributes conv{{"pads", Ints{1, 1, 1, 1}}};
+        if (fused) conv.set("activation", static_cast<std::int64_t>(Activation::Relu));
+        const NodeId c = g.add_node(OpKind::Conv2D, {x, w, b}, conv);
+        g.add_output({fused ? c : g.add_node(OpKind::Relu, {{c, 0}}), 0});
+        return g;
+    };
+    cost::CostModel<DriftingBackend<true>> model;
+    const double apart = model.graph_cost(conv_relu(false));
+    CHECK(apart > 0);
+    CHECK(model.graph_cost(conv_relu(true)) == doctest::Approx(apart).epsilon(1e-12));
+    cost::CostModel<DriftingBackend<false>> drifting;
+    const double drifting_apart = drifting.graph_cost(conv_relu(false));
+    CHECK(std::abs(drifting.graph_cost(conv_relu(true)) - drifting_apart) > 0.01 * drifting_apart);
+}
+
 TEST_CASE("only what ORT fuses takes the Gemm form: a constant weight and a constant bias row") {
     Graph g;
     const TensorRef x{g.add_input("x", f32({2, 8, 16})), 0};

@@ -66,9 +66,11 @@ struct OptimizeOptions {
     std::vector<std::string> guard_levels;
     std::size_t guard_candidates = 3;
     int guard_rounds = 21;
-    /// --search mf: the trained agent's directory, and sampled rollouts after the greedy one.
+    /// --search mf: the trained agent's directory, sampled rollouts after the greedy one, and
+    /// where a rollout ends (limit or noop).
     std::string agent;
     std::size_t samples = 0;
+    std::string agent_stop = "limit";
 };
 
 /// The network backend agents train and run with.
@@ -101,6 +103,7 @@ search::SearchResult agent_search(const OptimizeOptions& o, const Graph& g, cons
     rl::load_agent_weights(dir, policy.parameters());
     rl::AgentSearchOptions agent;
     agent.samples = o.samples;
+    agent.until_limit = o.agent_stop == "limit";
     agent.seed = o.seed;
     agent.env = state.env;
     agent.search = options;
@@ -166,13 +169,19 @@ struct Outcome {
 };
 
 /// The search's best graph and runners-up as they would be written: dead nodes removed,
-/// weight-only subgraphs of known weights folded into new weights.
+/// weight-only subgraphs of known weights folded into new weights. Only graphs the cost
+/// model prices below the input: one that costs the same (rewrites that cancel, or forms
+/// ORT runs alike) is no gain, and timing it against the input would only give the noise
+/// a chance to win.
 inline std::vector<Outcome> candidate_outcomes(search::SearchResult& r) {
+    constexpr double rounding = 1e-9;  // relative: sums of the same prices in another order
+    const double below = r.initial_cost_ms * (1 - rounding);
     std::vector<Outcome> out;
     if (r.rewrites.empty()) return out;
-    out.push_back({std::move(r.graph), r.best_cost_ms, r.rewrites, r.sequence, false});
+    if (r.best_cost_ms < below) out.push_back({std::move(r.graph), r.best_cost_ms, r.rewrites, r.sequence, false});
     for (auto& runner : r.runners_up)
-        out.push_back({std::move(runner.graph), runner.cost_ms, runner.rewrites, runner.sequence, false});
+        if (runner.cost_ms < below)
+            out.push_back({std::move(runner.graph), runner.cost_ms, runner.rewrites, runner.sequence, false});
     for (Outcome& c : out) {
         c.graph.remove_dead_nodes();
         (void)exec::fold_weight_only(c.graph);
@@ -252,6 +261,7 @@ inline nlohmann::json optimize_report(const OptimizeOptions& o, const std::strin
         j["real_steps"] = r.expansions;  // environment steps of the agent's rollouts
         j["inference_seconds"] = r.seconds;
         j["samples"] = o.samples;
+        j["agent_stop"] = o.agent_stop;
     }
     j["stop_reason"] = search::stop_reason_name(r.reason);
     j["stop"] = stop_reason_text(r.reason, o.search);
@@ -464,6 +474,10 @@ inline void add_optimize_command(CLI::App& app) {
     cmd->add_option("--agent", o->agent, "--search mf: the agent's directory, as `rlflow train` wrote it");
     cmd->add_option("--samples", o->samples, "--search mf: sampled rollouts after the greedy one")
         ->check(CLI::Range(std::size_t{0}, std::size_t{100'000}))->capture_default_str();
+    cmd->add_option("--agent-stop", o->agent_stop,
+                    "--search mf: limit (roll on past the agent's NO-OP to the step limit, keeping the cheapest graph "
+                    "met) or noop (a rollout ends at the agent's NO-OP, as in training)")
+        ->check(CLI::IsMember({"limit", "noop"}))->capture_default_str();
     cmd->add_option("--cost", o->cost,
                     "auto (cudnn with a GPU, else ort when ONNX Runtime is installed, else analytic), analytic (a "
                     "roofline, see --device), cpu (ops timed in the reference executor), ort (ops timed in ONNX Runtime) "

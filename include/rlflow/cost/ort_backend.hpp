@@ -25,9 +25,10 @@
 /// from a fusion head (op_flag_fusion_tail, op_flag_fusion_head) is priced in context by
 /// CostModel, as price(head + tail) - price(head), each measured as a model, so what ORT
 /// fuses at the chosen level costs nothing extra and what it does not costs its kernel.
-/// Where ORT runs an op or a pair as another op (MatMul + bias Add as Gemm), that form is
-/// what is measured and cached (canonical()), so the ways of writing one kernel share a
-/// price instead of each carrying the machine's drift at the time it was measured.
+/// Where ORT runs an op or a pair as another op (MatMul + bias Add as Gemm), or two forms
+/// are written as one model (a fused convolution and Conv + Relu), one form is what is
+/// measured and cached (canonical()), so the ways of writing one kernel share a price
+/// instead of each carrying the machine's drift at the time it was measured.
 ///
 /// CostModel batches a new graph's signatures into one request, and caches prices under
 /// name(), which holds the ORT version and the settings (level, threads), so a cost
@@ -145,11 +146,13 @@ public:
     [[nodiscard]] OrtWorker& worker() noexcept { return *m_worker; }
 
     /// The form ORT runs `op` in (cost/detail/ort_canonical.hpp): MatMul + bias Add as a
-    /// Gemm, a batched MatMul by a matrix as the 2-D MatMul of its rows; nullopt when it
-    /// runs as it is. At level disabled ORT fuses nothing, so only the rows form applies.
+    /// Gemm (not at level disabled, where ORT fuses nothing), a batched MatMul by a matrix
+    /// as the 2-D MatMul of its rows, Conv + activation as the fused convolution written
+    /// as that pair (not when it is written as com.microsoft.FusedConv); nullopt when it
+    /// runs as it is.
     [[nodiscard]] std::optional<OwnedSignature> canonical(const OpSignature& op) const {
-        if (m_options.settings.level == "disabled") return detail::ort_matmul_as_rows(op);
-        return detail::ort_canonical(op);
+        return detail::ort_canonical(op, {.matmul_bias_as_gemm = m_options.settings.level != "disabled",
+                                          .conv_activation_apart = !m_options.fused_conv_microsoft});
     }
 
     /// Median milliseconds of `op` in ORT (see the file comment).

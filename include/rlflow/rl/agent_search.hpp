@@ -3,7 +3,8 @@
 /// The `mf` search: a trained policy rolled out on a graph, once with its most probable
 /// actions and `samples` more times with sampled ones; the cheapest graph met on any
 /// rollout (not only where it ended) is the result, verified and written by the caller
-/// like any other search's. Runners-up are the other rollouts' cheapest distinct graphs.
+/// like any other search's. By default rollouts go on past the policy's NO-OP to the step
+/// limit (AgentSearchOptions::until_limit). Runners-up are the other rollouts' cheapest distinct graphs.
 
 #include <rlflow/core/canonical.hpp>
 #include <rlflow/core/random.hpp>
@@ -26,12 +27,23 @@ struct AgentSearchOptions {
     std::size_t samples = 0;
     /// Seed of the sampled rollouts.
     std::uint64_t seed = 0;
+    /// Roll on past the policy's NO-OP while a rewrite applies, to the environment's step
+    /// limit: the policy still picks every rewrite, NO-OP is masked out of its choice,
+    /// and since the cheapest graph met is the result, going on can only find more.
+    /// False: a rollout ends where the policy chooses NO-OP, as in training.
+    bool until_limit = true;
     /// The environment the policy was trained with (its L must match the policy's).
     EnvOptions env;
     /// Budget (real environment steps over all rollouts), time limit, stop flag, progress
     /// and keep_best, as every search reads them.
     search::SearchOptions search;
 };
+
+/// Takes NO-OP out of `o`'s xfer mask when another xfer has a location.
+inline void mask_no_op(Observation& o) {
+    if (std::any_of(o.xfer_mask.begin(), o.xfer_mask.end() - 1, [](std::uint8_t valid) { return valid != 0; }))
+        o.xfer_mask.back() = 0;
+}
 
 template <nn::TensorBackend B, cost::CostBackend C>
 [[nodiscard]] search::SearchResult agent_search(const Graph& graph, std::shared_ptr<const rewrite::RuleSet> rules,
@@ -61,6 +73,7 @@ template <nn::TensorBackend B, cost::CostBackend C>
                 stopped = true;
                 break;
             }
+            if (options.until_limit) mask_no_op(o);
             const Observation* one[] = {&o};
             const Action a = policy.act(one, rng, rollout == 0).actions[0];
             StepResult s = env.step(a);

@@ -6,7 +6,9 @@
 ///   [M, K] x [K, N], M the product of A's leading dimensions;
 /// - MatMul + Add of a constant bias row, B a constant matrix, runs as one Gemm (ORT's
 ///   MatMulAddFusion, a basic-level fusion that reshapes a 3-D activation to its rows):
-///   Gemm([M, K], B, bias [N]).
+///   Gemm([M, K], B, bias [N]);
+/// - Conv + Relu (Sigmoid, Tanh) is the fused convolution rlflow writes as that very pair
+///   (unless fused convolutions are written as com.microsoft.FusedConv).
 /// Measured in ORT 1.30 at level basic: the 12-layer transformer export and its variant
 /// with every MatMul + Add written as Reshape + Gemm + Reshape profile the same GEMM
 /// kernels (120 ms in both), while one-node prices of the two forms, measured minutes
@@ -68,9 +70,42 @@ namespace rlflow::cost::detail {
     return form;
 }
 
+/// Relu, Sigmoid or Tanh of a convolution's only output, as the fused convolution, which
+/// the exporter writes as that same Conv + activation.
+[[nodiscard]] inline std::optional<OwnedSignature> ort_conv_activation_as_fused(const OpSignature& op) {
+    if (!op.producer || op.producer_slot != 0 || op.producer->op != OpKind::Conv2D || op.inputs.size() != 1)
+        return std::nullopt;
+    Activation activation = Activation::None;
+    if (op.op == OpKind::Relu) activation = Activation::Relu;
+    if (op.op == OpKind::Sigmoid) activation = Activation::Sigmoid;
+    if (op.op == OpKind::Tanh) activation = Activation::Tanh;
+    const OpSignature& conv = *op.producer;
+    if (activation == Activation::None || conv.attributes.get_int("activation", 0) != 0) return std::nullopt;
+    OwnedSignature form{OpKind::Conv2D,
+                        conv.attributes,
+                        {conv.inputs.begin(), conv.inputs.end()},
+                        {op.outputs.begin(), op.outputs.end()},
+                        {conv.constant_inputs.begin(), conv.constant_inputs.end()},
+                        {conv.constant_values.begin(), conv.constant_values.end()}};
+    form.attributes.set("activation", static_cast<std::int64_t>(activation));
+    return form;
+}
+
+/// Which of the forms above hold for how a model is run and written.
+struct OrtForms {
+    /// MatMul + bias Add runs as Gemm (ORT fuses it at every level but disabled).
+    bool matmul_bias_as_gemm = true;
+    /// A fused convolution is written as Conv + activation (not com.microsoft.FusedConv),
+    /// so it and the unfused pair are one model.
+    bool conv_activation_apart = true;
+};
+
 /// The form ORT runs `op` in, or nullopt when it runs as it is.
-[[nodiscard]] inline std::optional<OwnedSignature> ort_canonical(const OpSignature& op) {
-    if (auto gemm = ort_matmul_bias_as_gemm(op)) return gemm;
+[[nodiscard]] inline std::optional<OwnedSignature> ort_canonical(const OpSignature& op, const OrtForms& forms = {}) {
+    if (forms.matmul_bias_as_gemm)
+        if (auto gemm = ort_matmul_bias_as_gemm(op)) return gemm;
+    if (forms.conv_activation_apart)
+        if (auto fused = ort_conv_activation_as_fused(op)) return fused;
     return ort_matmul_as_rows(op);
 }
 
