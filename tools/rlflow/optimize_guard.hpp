@@ -72,10 +72,8 @@ inline GuardOutcome guard_in_ort(cost::OrtWorker& worker, const Graph& input, co
     const cost::detail::ScratchFolder scratch({});
     outcome.detail = search::run_guard(input, candidates, settings.levels, scratch.path(), ort_timer(worker, settings, errors),
                                        settings.decision, input_file);
-    if (!outcome.detail.verdicts.empty()) {
-        outcome.before_ms = outcome.detail.verdicts.front().input_median_ms;
-        outcome.after_ms = outcome.before_ms;
-    }
+    outcome.before_ms = outcome.detail.input_median_ms;
+    outcome.after_ms = outcome.before_ms;
     if (outcome.before_ms <= 0 && !errors.empty()) {
         // ORT cannot run the input: nothing to compare with, the guard cannot judge.
         outcome.decision = "unavailable";

@@ -78,6 +78,9 @@ struct GuardDecision {
     /// Why, in a sentence.
     std::string reason;
     std::vector<CandidateVerdict> verdicts;
+    /// The input's median ms at the first level, timed even when no candidate differs
+    /// from it (0 when nothing was timed).
+    double input_median_ms = 0;
 };
 
 namespace detail {
@@ -175,7 +178,6 @@ template <class Timer>
                                       const std::vector<std::string>& levels, const std::filesystem::path& scratch,
                                       Timer&& timer, const GuardOptions& options = {},
                                       const std::optional<std::filesystem::path>& input_file = std::nullopt) {
-    if (candidates.empty()) return decide({}, 0, options);
     std::vector<std::filesystem::path> files;
     std::vector<std::filesystem::path> written;
     const auto write = [&](const Graph& g) {
@@ -186,13 +188,18 @@ template <class Timer>
     if (input_file) files.push_back(*input_file);
     else write(input);
     for (const Graph* g : candidates) write(*g);
+    // With no candidate, the input is timed at the first level alone: its latency for the report.
+    const std::size_t timed_levels = candidates.empty() ? std::min<std::size_t>(levels.size(), 1) : levels.size();
     std::vector<LevelTimings> timings;
-    for (const std::string& level : levels) timings.push_back({level, timer(files, level)});
+    for (std::size_t l = 0; l < timed_levels; ++l) timings.push_back({levels[l], timer(files, levels[l])});
     for (const auto& f : written) {
         std::error_code ignored;
         std::filesystem::remove(f, ignored);
     }
-    return decide(timings, candidates.size(), options);
+    GuardDecision d = decide(candidates.empty() ? std::vector<LevelTimings>{} : timings, candidates.size(), options);
+    if (!timings.empty() && !timings.front().runs_ms.empty() && !timings.front().runs_ms.front().empty())
+        d.input_median_ms = cost::detail::median(timings.front().runs_ms.front());
+    return d;
 }
 
 }  // namespace rlflow::search
