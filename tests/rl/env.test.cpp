@@ -205,3 +205,40 @@ TEST_CASE("a graph measure in place of the per-op sum sets the rewards, and NO-O
     CHECK(env.cost_ms() == cost);
     CHECK(total == doctest::Approx((env.initial_cost_ms() - cost) / env.initial_cost_ms() * options.reward_scale).epsilon(1e-9));
 }
+
+TEST_CASE("each location's one-step gain is the reward its rewrite earns, scaled to the current cost") {
+    auto model = analytic_cpu();
+    rl::GraphEnv env(builtin(), model, {});
+    rl::Observation o = env.reset(models::build_zoo_model("squeezenet1_1"));
+    std::mt19937_64 rng(5);
+    // The gains are floats: equal to the double rewards within float rounding.
+    const double float_tolerance = 1e-5;
+    for (int step = 0; step < 3; ++step) {
+        const double now = env.cost_ms();
+        std::size_t checked = 0;
+        bool some_positive = false;
+        for (std::uint32_t x = 0; x < o.num_xfers; ++x)
+            for (std::uint32_t l = 0; l < o.location_count(x); ++l) {
+                auto child = env;
+                const rl::StepResult s = child.step({x, l});
+                const double expected = s.reward * env.initial_cost_ms() / now;
+                CHECK(o.gain(x, l) == doctest::Approx(expected).epsilon(float_tolerance).scale(1.0));
+                some_positive = some_positive || o.gain(x, l) > 0;
+                ++checked;
+            }
+        CHECK(checked == o.location_gain.size());
+        CHECK(some_positive);
+        // Probing left the environment as it was: the next step's cost is the graph's.
+        const rl::StepResult s = env.step(rl::random_rewrite(o, rng));
+        CHECK(s.info.cost_ms == doctest::Approx(model.graph_cost(env.graph())).epsilon(1e-9));
+        REQUIRE_FALSE(s.terminated);
+        o = s.observation;
+    }
+    // Off, the gains are zeros of the same count, and nothing else changes.
+    rl::GraphEnv plain(builtin(), model, {.one_step_gains = false});
+    const rl::Observation p = plain.reset(models::build_zoo_model("squeezenet1_1"));
+    const rl::Observation q = rl::GraphEnv(builtin(), model, {}).reset(models::build_zoo_model("squeezenet1_1"));
+    CHECK(p.location_gain == std::vector<float>(q.location_gain.size(), 0.0f));
+    CHECK(p.location_nodes == q.location_nodes);
+    CHECK(p.graph.nodes == q.graph.nodes);
+}

@@ -44,6 +44,7 @@ struct TrainOptions {
     std::string rules = "default";
     std::size_t rollout_steps = rl::PpoOptions{}.rollout_steps;
     std::size_t step_limit = rl::EnvOptions{}.step_limit;
+    bool no_gains = false;
     std::size_t checkpoint_every = 5;
     double entropy_coefficient = rl::PpoOptions{}.entropy_coefficient;
     std::optional<double> final_entropy_coefficient;
@@ -110,6 +111,7 @@ inline rl::AgentState agent_state_for(const TrainOptions& o, const std::string& 
     state.ppo.learning_rate = o.learning_rate;
     state.ppo.environments_per_graph = o.environments_per_graph;
     state.env.step_limit = o.step_limit;
+    state.env.one_step_gains = !o.no_gains;
     state.cost_backend = rewards_from;
     return state;
 }
@@ -251,6 +253,8 @@ inline void add_train_command(CLI::App& app) {
         ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))->capture_default_str();
     cmd->add_option("--step-limit", o->step_limit, "steps after which an episode is cut")
         ->check(CLI::Range(std::size_t{1}, std::size_t{100'000}))->capture_default_str();
+    cmd->add_flag("--no-gains", o->no_gains,
+                  "do not show the agent each location's one-step gain (faster steps, weaker agent)");
     cmd->add_option("--entropy", o->entropy_coefficient, "PPO's entropy bonus (both heads)")
         ->check(CLI::Range(0.0, 10.0))->capture_default_str();
     cmd->add_option("--entropy-final", o->final_entropy_coefficient,

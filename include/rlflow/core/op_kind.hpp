@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 
 namespace rlflow {
 
@@ -52,5 +53,23 @@ inline constexpr std::size_t op_kind_count = static_cast<std::size_t>(OpKind::Op
 
 /// Fused activation of a Conv2D node (attribute "activation").
 enum class Activation : std::int64_t { None = 0, Relu = 1, Sigmoid = 2, Tanh = 3 };
+
+/// The op a fused activation applies (Identity for None).
+[[nodiscard]] constexpr OpKind activation_op(Activation activation) noexcept {
+    switch (activation) {
+        case Activation::Relu: return OpKind::Relu;
+        case Activation::Sigmoid: return OpKind::Sigmoid;
+        case Activation::Tanh: return OpKind::Tanh;
+        case Activation::None: break;
+    }
+    return OpKind::Identity;
+}
+
+/// The fused activation that applies `op` (None for an op that is not one).
+[[nodiscard]] constexpr Activation activation_of(OpKind op) noexcept {
+    for (const Activation a : {Activation::Relu, Activation::Sigmoid, Activation::Tanh})
+        if (activation_op(a) == op) return a;
+    return Activation::None;
+}
 
 }  // namespace rlflow

@@ -41,15 +41,7 @@ public:
     [[nodiscard]] std::string name() const { return m_backend.name(); }
 
     /// The cost of one op, from the cache or the backend.
-    [[nodiscard]] double op_cost(const OpSignature& op) {
-        if constexpr (CanonicalCostBackend<Backend>)
-            if (const std::optional<OwnedSignature> form = m_backend.canonical(op)) return op_cost(form->view());
-        std::string key = signature_key(op);
-        if (const auto it = m_cache.find(key); it != m_cache.end()) return it->second;
-        const double ms = static_cast<double>(m_backend.op_cost_ms(op));
-        m_cache.emplace(std::move(key), ms);
-        return ms;
-    }
+    [[nodiscard]] double op_cost(const OpSignature& op) { return priced(op).ms; }
     /// The cost of node `n` of `g` (ignoring whether it is weight-only). `constant`, when
     /// given, marks by node id the nodes known before the model runs (weight_only_nodes):
     /// inputs they produce are initializers in the written model, which some backends
@@ -64,13 +56,12 @@ public:
                 OpSignature pair = s.view();
                 pair.producer = &alone;
                 pair.producer_slot = head->slot;
-                const double added = op_cost(pair) - op_cost(alone);
+                const Priced whole = priced(pair);
+                const double added = whole.ms - op_cost(alone);
                 // A pair the runtime runs as one op costs that op's price in all, exactly,
                 // as every other way of writing it does; the share is not clamped, since
                 // the head's own price was measured apart and may differ by noise.
-                if constexpr (CanonicalCostBackend<Backend>)
-                    if (m_backend.canonical(pair)) return added;
-                return std::max(added, 0.0);
+                return whole.canonical ? added : std::max(added, 0.0);
             }
         }
         return op_cost(s.view());
@@ -185,6 +176,22 @@ public:
     }
 
 private:
+    /// A price, and whether it is that of the op's canonical form (CanonicalCostBackend).
+    struct Priced {
+        double ms = 0;
+        bool canonical = false;
+    };
+    /// The price of `op` (of its canonical form, if it has one), from the cache or the backend.
+    [[nodiscard]] Priced priced(const OpSignature& op) {
+        if constexpr (CanonicalCostBackend<Backend>)
+            if (const std::optional<OwnedSignature> form = m_backend.canonical(op)) return {priced(form->view()).ms, true};
+        std::string key = signature_key(op);
+        if (const auto it = m_cache.find(key); it != m_cache.end()) return {it->second, false};
+        const double ms = static_cast<double>(m_backend.op_cost_ms(op));
+        m_cache.emplace(std::move(key), ms);
+        return {ms, false};
+    }
+
     /// A node's signature with the storage its views point into.
     struct Signature {
         Signature(const Graph& g, const Node& n, std::span<const char> constant)

@@ -354,7 +354,7 @@ private:
         const auto activation = static_cast<Activation>(op.attributes.get_int("activation", 0));
         const bool has_bias = op.inputs.size() == 3;
         const detail::ActivationDescriptor act =
-            detail::activation_descriptor(detail::activation_mode(detail::activation_op(activation)));
+            detail::activation_descriptor(detail::activation_mode(activation_op(activation)));
         const auto buffers =
             carve({detail::float_bytes(g.input), detail::float_bytes(g.filter), detail::float_bytes(s.output_dims),
                    detail::float_bytes(std::array{g.filter[0]}), a.workspace_bytes});

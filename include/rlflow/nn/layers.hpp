@@ -194,6 +194,8 @@ public:
         return out;
     }
     [[nodiscard]] std::int64_t out_features() const { return m_options.sizes.back(); }
+    /// The last affine layer (for a head's initial bias).
+    [[nodiscard]] Linear<B>& output_layer() { return m_layers.back(); }
 
 private:
     /// Everything after the first layer's affine map y.

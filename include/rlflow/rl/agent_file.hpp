@@ -29,7 +29,8 @@ namespace rlflow::rl {
 
 /// agent.json's format name and version.
 inline constexpr const char* agent_format = "rlflow-mf-agent";
-inline constexpr int agent_format_version = 1;
+/// 2: the heads read one-step gains (policy.gain), and the NO-OP prior is recorded.
+inline constexpr int agent_format_version = 2;
 
 /// Everything agent.json holds.
 struct AgentState {
@@ -82,9 +83,10 @@ void save_agent(const std::filesystem::path& dir, const AgentState& state, const
     j["rules"] = state.rules;
     j["node_features"] = state.node_features;
     j["policy"] = {{"latent", state.policy.latent}, {"message_passing_steps", state.policy.message_passing_steps},
-                   {"hidden", state.policy.hidden}, {"seed", state.policy.seed}};
+                   {"hidden", state.policy.hidden}, {"seed", state.policy.seed},
+                   {"gain_hidden", state.policy.gain_hidden}, {"noop_logit", state.policy.noop_logit}};
     j["env"] = {{"max_locations", state.env.max_locations}, {"step_limit", state.env.step_limit},
-                {"reward_scale", state.env.reward_scale}};
+                {"reward_scale", state.env.reward_scale}, {"one_step_gains", state.env.one_step_gains}};
     const PpoOptions& p = state.ppo;
     j["ppo"] = {{"gamma", p.gamma}, {"lambda", p.lambda}, {"clip", p.clip}, {"epochs", p.epochs},
                 {"minibatch_size", p.minibatch_size}, {"normalize_advantages", p.normalize_advantages},
@@ -139,10 +141,11 @@ void save_agent(const std::filesystem::path& dir, const AgentState& state, const
         s.node_features = j.at("node_features").get<std::int64_t>();
         const auto& policy = j.at("policy");
         s.policy = {policy.at("latent").get<std::int64_t>(), policy.at("message_passing_steps").get<int>(),
-                    policy.at("hidden").get<std::int64_t>(), policy.at("seed").get<std::uint64_t>()};
+                    policy.at("hidden").get<std::int64_t>(), policy.at("seed").get<std::uint64_t>(),
+                    policy.at("gain_hidden").get<std::int64_t>(), policy.at("noop_logit").get<double>()};
         const auto& env = j.at("env");
         s.env = {env.at("max_locations").get<std::size_t>(), env.at("step_limit").get<std::size_t>(),
-                 env.at("reward_scale").get<double>()};
+                 env.at("reward_scale").get<double>(), env.at("one_step_gains").get<bool>()};
         const auto& p = j.at("ppo");
         PpoOptions& o = s.ppo;
         o.gamma = p.at("gamma").get<double>();

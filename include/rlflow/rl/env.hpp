@@ -21,6 +21,7 @@
 #include <rlflow/cost/cost_tracker.hpp>
 #include <rlflow/rewrite/rewriter.hpp>
 #include <rlflow/rl/observation.hpp>
+#include <rlflow/search/probe.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -30,6 +31,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace rlflow::rl {
 
@@ -49,6 +51,10 @@ struct EnvOptions {
     std::size_t step_limit = 100;
     /// Rewards are fractions of the input's cost times this.
     double reward_scale = 100;
+    /// Probe every valid location for Observation::location_gain (one apply, re-price and
+    /// undo each); off, the gains are all 0 and a step costs apply + masks + cost +
+    /// features alone.
+    bool one_step_gains = true;
 };
 
 /// A measure of a whole graph's cost in ms, taking the place of the cost model's per-op
@@ -109,7 +115,7 @@ public:
         m_cost = m_initial_cost;
         m_steps = 0;
         m_done = false;
-        return observe(*m_rewriter, *m_tracker);
+        return observe(*m_rewriter, *m_tracker, location_gains());
     }
 
     /// Takes `action`; throws precondition_error if the masks forbid it, if no episode is
@@ -144,7 +150,7 @@ public:
         m_done = result.terminated || result.truncated;
         result.info.cost_ms = cost;
         result.info.graph_nodes = m_rewriter->graph().num_nodes();
-        result.observation = observe(*m_rewriter, *m_tracker);
+        result.observation = observe(*m_rewriter, *m_tracker, location_gains());
         return result;
     }
 
@@ -164,6 +170,25 @@ public:
     [[nodiscard]] bool done() const noexcept { return m_done; }
 
 private:
+    /// Every valid location's one-step gain (Observation::location_gain), priced by the
+    /// cost model whatever measures the rewards.
+    [[nodiscard]] std::vector<float> location_gains() {
+        const rewrite::LocationIndex& index = m_rewriter->index();
+        std::vector<float> gains;
+        if (!m_options.one_step_gains) {
+            for (std::size_t r = 0; r < index.num_rules(); ++r) gains.resize(gains.size() + index.num_choices(r), 0.0f);
+            return gains;
+        }
+        const auto lock = pricing_lock();
+        const double now = m_tracker->total();
+        for (std::size_t r = 0; r < index.num_rules(); ++r)
+            for (std::size_t l = 0; l < index.num_choices(r); ++l) {
+                const double after = search::probe_cost(*m_rewriter, *m_tracker, r, l);
+                gains.push_back(static_cast<float>((now - after) / now * m_options.reward_scale));
+            }
+        return gains;
+    }
+
     /// The pricing mutex held, when there is one.
     [[nodiscard]] std::unique_lock<std::mutex> pricing_lock() const {
         return m_pricing ? std::unique_lock<std::mutex>(*m_pricing) : std::unique_lock<std::mutex>();

@@ -10,6 +10,7 @@
 /// most L = max_locations), in the location index's deterministic order. The masks are
 /// derived from the counts; the last xfer, N, is NO-OP and is always allowed.
 
+#include <rlflow/core/error.hpp>
 #include <rlflow/cost/cost_tracker.hpp>
 #include <rlflow/nn/graph_features.hpp>
 #include <rlflow/rewrite/rewriter.hpp>
@@ -17,6 +18,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace rlflow::rl {
@@ -51,11 +54,21 @@ struct Observation {
     std::vector<std::int32_t> location_node_begin;
     /// The graph rows (indices into graph's nodes) each location matched.
     std::vector<std::int32_t> location_nodes;
+    /// One entry per valid location of every xfer (as location_node_begin): the one-step
+    /// gain of that rewrite under the cost model's prices, the fraction of the current
+    /// cost it saves times the reward scale (negative where it costs more). A lookahead of
+    /// one step, as greedy search takes: it lets the policy weigh what a rewrite earns now
+    /// against where it leads.
+    std::vector<float> location_gain;
 
     /// How many locations xfer `r` offers (0 for NO-OP).
     [[nodiscard]] std::uint32_t location_count(std::uint32_t r) const {
         if (r >= num_xfers) return 0;
         return static_cast<std::uint32_t>(xfer_location_begin[r + 1] - xfer_location_begin[r]);
+    }
+    /// Location `l` of xfer `r`'s one-step gain.
+    [[nodiscard]] float gain(std::uint32_t r, std::uint32_t l) const {
+        return location_gain[static_cast<std::size_t>(xfer_location_begin[r]) + l];
     }
     /// L entries: 1 for xfer r's valid locations.
     [[nodiscard]] std::vector<std::uint8_t> location_mask(std::uint32_t r) const {
@@ -77,9 +90,11 @@ struct Observation {
     }
 };
 
-/// The observation of `rewriter`'s graph, priced by `tracker` (which must be current).
+/// The observation of `rewriter`'s graph, priced by `tracker` (which must be current),
+/// with `gains` (location_gain) of its locations in order.
 template <cost::CostBackend Backend>
-[[nodiscard]] Observation observe(const rewrite::Rewriter& rewriter, const cost::CostTracker<Backend>& tracker) {
+[[nodiscard]] Observation observe(const rewrite::Rewriter& rewriter, const cost::CostTracker<Backend>& tracker,
+                                  std::vector<float> gains) {
     const Graph& g = rewriter.graph();
     const rewrite::LocationIndex& index = rewriter.index();
     Observation o;
@@ -112,6 +127,10 @@ template <cost::CostBackend Backend>
         }
     }
     o.xfer_location_begin.push_back(static_cast<std::int32_t>(o.location_node_begin.size() - 1));
+    RLFLOW_EXPECTS(gains.size() + 1 == o.location_node_begin.size(), precondition_error,
+                   "observe: " + std::to_string(gains.size()) + " location gains for "
+                       + std::to_string(o.location_node_begin.size() - 1) + " locations");
+    o.location_gain = std::move(gains);
     return o;
 }
 

@@ -15,6 +15,12 @@
 ///   L-wide output layer works on graphs of any size and transfers to unseen graphs;
 /// - value head: an MLP of the global latent.
 ///
+/// Both policy heads also see the observation's one-step gains (Observation::
+/// location_gain, signed-log scaled): the location head each location's own, the xfer
+/// head, through a small MLP added to its logits, each xfer's best. The thesis's agent
+/// had to infer from node features alone what a rewrite earns now; with the gain in view
+/// it learns early what greedy search knows and spends its training on where rewrites lead.
+///
 /// The joint log-probability is log p(xfer) + log p(location | xfer), NO-OP having no
 /// location; the entropy is the xfer head's plus the location head's for the chosen xfer.
 /// The same masks serve acting and learning, since both read them from the observation.
@@ -31,6 +37,8 @@
 #include <rlflow/rl/env.hpp>
 #include <rlflow/rl/observation.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -51,6 +59,14 @@ struct PolicyOptions {
     std::int64_t hidden = 64;
     /// Seed of the initial weights.
     std::uint64_t seed = 0;
+    /// Hidden width of the MLP that maps an xfer's best one-step gain to a logit term.
+    std::int64_t gain_hidden = 16;
+    /// Initial logit of NO-OP, against the rewrites' logits near 0 (gain 0.01). Under a
+    /// uniform start NO-OP ends an episode after about (valid rules + 1) steps, 5 or so,
+    /// and the agent never sees the states that deep rewrite sequences reach. ln(1/100)
+    /// makes NO-OP about as likely per step as the default step limit's end; it is a
+    /// learned bias like any other, so the agent can still learn to stop.
+    double noop_logit = -4.6;
     friend bool operator==(const PolicyOptions&, const PolicyOptions&) = default;
 };
 
@@ -89,8 +105,13 @@ public:
         m_encoder = nn::GraphNetwork<B>(
             "policy.encoder", {.input = observation_feature_sizes, .latent = d, .steps = options.message_passing_steps}, rng);
         m_xfer_head = nn::Mlp<B>("policy.xfer", {.sizes = {d, h, num_xfers + std::int64_t{1}}, .output_gain = 0.01}, rng);
+        nn::Parameter<B>& xfer_bias = m_xfer_head.output_layer().bias();
+        std::vector<Scalar> bias = xfer_bias.value.to_host();
+        bias.at(num_xfers) = static_cast<Scalar>(options.noop_logit);
+        xfer_bias.value = nn::Tensor<B>::from_host(xfer_bias.value.shape(), bias);
         m_embedding = nn::Parameter<B>("policy.xfer_embedding", nn::orthogonal<B>(Shape{num_xfers, h}, 1.0, rng));
-        m_location_head = nn::Mlp<B>("policy.location", {.sizes = {h + 2 * d, h, 1}, .output_gain = 0.01}, rng);
+        m_location_head = nn::Mlp<B>("policy.location", {.sizes = {h + 2 * d + 1, h, 1}, .output_gain = 0.01}, rng);
+        m_gain_head = nn::Mlp<B>("policy.gain", {.sizes = {1, options.gain_hidden, 1}, .output_gain = 0.01}, rng);
         m_value_head = nn::Mlp<B>("policy.value", {.sizes = {d, h, 1}, .output_gain = 1.0}, rng);
     }
 
@@ -101,7 +122,7 @@ public:
     /// Every parameter (encoder first), named; what Adam and checkpoints hold.
     [[nodiscard]] std::vector<nn::Parameter<B>*> parameters() {
         std::vector<nn::Parameter<B>*> out = encoder_parameters();
-        for (nn::Mlp<B>* head : {&m_xfer_head, &m_location_head, &m_value_head})
+        for (nn::Mlp<B>* head : {&m_xfer_head, &m_location_head, &m_value_head, &m_gain_head})
             for (nn::Parameter<B>* p : head->parameters()) out.push_back(p);
         out.push_back(&m_embedding);
         return out;
@@ -192,9 +213,38 @@ private:
         }
         pass.batch = std::make_unique<nn::GraphBatch<B>>(std::span<const nn::HostGraph>(graphs));
         const nn::GraphVars<B> latents = m_encoder(tape, *pass.batch);
-        const nn::Var<B> logits = m_xfer_head(tape, latents.globals);
+        const nn::Var<B> logits = add(m_xfer_head(tape, latents.globals), gain_logits(tape, observations));
         const nn::Var<B> value = reshape(m_value_head(tape, latents.globals), Shape{static_cast<std::int64_t>(observations.size())});
         return {latents, nn::MaskedCategorical<B>(logits, mask), value};
+    }
+
+    /// A one-step gain (reward units) on the signed log scale the heads read: a gain of
+    /// gain_unit maps to ln 2, and the range from a hundredth of a percent to tens of
+    /// percents fits in a few units.
+    [[nodiscard]] static Scalar scaled_gain(float gain) {
+        constexpr double gain_unit = 0.01;
+        const double magnitude = std::log1p(std::abs(static_cast<double>(gain)) / gain_unit);
+        return static_cast<Scalar>(gain < 0 ? -magnitude : magnitude);
+    }
+
+    /// (batch, N + 1): the gain head's term for each xfer's best one-step gain (0 in, for
+    /// NO-OP and for xfers without a location).
+    [[nodiscard]] nn::Var<B> gain_logits(nn::Tape<B>& tape, std::span<const Observation* const> observations) {
+        const std::size_t width = m_num_xfers + std::size_t{1};
+        std::vector<Scalar> best(observations.size() * width, Scalar(0));
+        for (std::size_t b = 0; b < observations.size(); ++b)
+            for (std::uint32_t x = 0; x < m_num_xfers; ++x) {
+                const Observation& o = *observations[b];
+                const std::uint32_t count = o.location_count(x);
+                if (count == 0) continue;
+                Scalar top = scaled_gain(o.gain(x, 0));
+                for (std::uint32_t l = 1; l < count; ++l) top = std::max(top, scaled_gain(o.gain(x, l)));
+                best[b * width + x] = top;
+            }
+        const auto rows = static_cast<std::int64_t>(best.size());
+        const nn::Var<B> column = tape.constant(nn::Tensor<B>::from_host(Shape{rows, 1}, std::span<const Scalar>(best)));
+        return reshape(m_gain_head(tape, column),
+                       Shape{static_cast<std::int64_t>(observations.size()), static_cast<std::int64_t>(width)});
     }
 
     /// The location head for the rows whose xfer (in `xfers`) is not NO-OP; nullopt if none.
@@ -204,6 +254,7 @@ private:
         std::vector<std::size_t> rows;
         std::vector<std::int32_t> member_node, member_location, xfer_of, row_of, padded, spread_to;
         std::vector<std::uint8_t> mask;
+        std::vector<Scalar> gains;
         const std::span<const std::int64_t> node_offsets = pass.batch->node_offsets();
         std::int32_t k = 0;
         for (std::size_t b = 0; b < observations.size(); ++b) {
@@ -225,6 +276,7 @@ private:
                 }
                 xfer_of.push_back(static_cast<std::int32_t>(x));
                 row_of.push_back(static_cast<std::int32_t>(b));
+                gains.push_back(scaled_gain(o.gain(x, l)));
             }
         }
         if (rows.empty()) return std::nullopt;
@@ -242,8 +294,9 @@ private:
         const nn::Indices<B>& spread_rows = index(std::move(spread_to), batch_rows);
 
         const nn::Var<B> pooled = segment_mean(gather(heads.latents.nodes, nodes), members);
+        const nn::Var<B> gain_column = tape.constant(nn::Tensor<B>::from_host(Shape{k, 1}, std::span<const Scalar>(gains)));
         const nn::InputBlock<B> blocks[] = {{tape.parameter(m_embedding), &xfer_rows}, {pooled, nullptr},
-                                            {heads.latents.globals, &graph_rows}};
+                                            {heads.latents.globals, &graph_rows}, {gain_column, nullptr}};
         const nn::Var<B> scores = m_location_head(tape, std::span<const nn::InputBlock<B>>(blocks));
         const nn::Var<B> with_zero = concat(std::vector<nn::Var<B>>{scores, tape.constant(nn::Tensor<B>(Shape{1, 1}))}, 0);
         const auto n = static_cast<std::int64_t>(rows.size());
@@ -266,6 +319,7 @@ private:
     nn::Parameter<B> m_embedding;
     nn::Mlp<B> m_location_head;
     nn::Mlp<B> m_value_head;
+    nn::Mlp<B> m_gain_head;
 };
 
 }  // namespace rlflow::rl

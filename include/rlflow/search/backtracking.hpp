@@ -141,7 +141,7 @@ template <cost::CostBackend Backend>
         cost::CostTracker<Backend> tracker(model, rw.graph());
         for (std::size_t r = 0; r < rules->size(); ++r)
             for (std::size_t l = 0; l < rw.index().num_choices(r); ++l) {
-                const double c = detail::probe_cost(rw, tracker, r, l);
+                const double c = probe_cost(rw, tracker, r, l);
                 if (!(c < options.alpha * best.cost_ms)) continue;
                 detail::Candidate successor{c, ++order, state, static_cast<std::uint32_t>(r), static_cast<std::uint32_t>(l),
                                             false, current.path};

@@ -6,6 +6,7 @@
 
 #include <rlflow/cost/cost_tracker.hpp>
 #include <rlflow/rewrite/rewriter.hpp>
+#include <rlflow/search/probe.hpp>
 #include <rlflow/search/search.hpp>
 
 #include <limits>
@@ -20,18 +21,6 @@ namespace detail {
 
 /// A search sees every location, not just an agent's first L.
 inline constexpr rewrite::IndexOptions every_location{std::numeric_limits<std::size_t>::max()};
-
-/// The cost after action (rule, location), leaving graph and tracker as they were.
-template <cost::CostBackend Backend>
-[[nodiscard]] double probe_cost(rewrite::Rewriter& rw, cost::CostTracker<Backend>& tracker, std::size_t rule,
-                                std::size_t location) {
-    auto [after, touched] = rw.probe(rule, location, [&](const Graph& g, std::span<const NodeId> t) {
-        tracker.update(g, t);
-        return std::pair(tracker.total(), std::vector<NodeId>(t.begin(), t.end()));
-    });
-    tracker.update(rw.graph(), touched);
-    return after;
-}
 
 /// Costs within this relative margin count as equal, so float noise is not progress.
 inline constexpr double relative_tolerance = 1e-9;
@@ -58,7 +47,7 @@ template <cost::CostBackend Backend>
         std::optional<std::pair<std::size_t, std::size_t>> choice;
         for (std::size_t r = 0; r < rules->size(); ++r)
             for (std::size_t l = 0; l < rw.index().num_choices(r); ++l)
-                if (const double c = detail::probe_cost(rw, tracker, r, l); c < best) {
+                if (const double c = probe_cost(rw, tracker, r, l); c < best) {
                     best = c;
                     choice = {r, l};
                 }

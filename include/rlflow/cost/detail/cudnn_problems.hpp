@@ -165,17 +165,6 @@ struct GemmCall {
     }
 }
 
-/// The unary op a Conv2D's fused activation computes (Identity for none).
-[[nodiscard]] constexpr OpKind activation_op(Activation activation) noexcept {
-    switch (activation) {
-        case Activation::Relu: return OpKind::Relu;
-        case Activation::Sigmoid: return OpKind::Sigmoid;
-        case Activation::Tanh: return OpKind::Tanh;
-        case Activation::None: break;
-    }
-    return OpKind::Identity;
-}
-
 /// The cudnnOpTensor operation that times a binary elementwise op. OpTensor adds and
 /// multiplies only; Div and Pow are timed as Mul, which moves the same bytes (on a GPU
 /// these ops are bound by memory, not by their arithmetic).

@@ -75,10 +75,7 @@ namespace rlflow::cost::detail {
 [[nodiscard]] inline std::optional<OwnedSignature> ort_conv_activation_as_fused(const OpSignature& op) {
     if (!op.producer || op.producer_slot != 0 || op.producer->op != OpKind::Conv2D || op.inputs.size() != 1)
         return std::nullopt;
-    Activation activation = Activation::None;
-    if (op.op == OpKind::Relu) activation = Activation::Relu;
-    if (op.op == OpKind::Sigmoid) activation = Activation::Sigmoid;
-    if (op.op == OpKind::Tanh) activation = Activation::Tanh;
+    const Activation activation = activation_of(op.op);
     const OpSignature& conv = *op.producer;
     if (activation == Activation::None || conv.attributes.get_int("activation", 0) != 0) return std::nullopt;
     OwnedSignature form{OpKind::Conv2D,
