@@ -16,6 +16,12 @@
 // - train_update: one update of the model-free trainer (a 128-step rollout over two
 //   environments of the graph, then the PPO update) on 1 or 2 threads. Items are real
 //   environment steps: the training speed with the analytic cost.
+// - dream_step: steps of the model-based agent's dream (rl/dream.hpp) at batch 1 and 64,
+//   default sizes (z 32, LSTM 256, 8 Gaussians), BERT's training action space: the
+//   controller's choice, M's step and its heads, on the frozen host copies, with the
+//   inputs stored for PPO. Items are dream steps (rows x steps).
+// - world_model_update: one gradient step of V and M (8 windows of 8 steps of random-agent
+//   episodes on the graph), the target encoder's update included. Items are transitions.
 
 #include <rlflow/cost.hpp>
 #include <rlflow/models/zoo.hpp>
@@ -123,6 +129,70 @@ void train_update(benchmark::State& state, const std::string& model, unsigned jo
 
 }  // namespace
 
+/// BERT's training action space and a start observation of it.
+struct BertSpace {
+    std::shared_ptr<const rewrite::RuleSet> rules;
+    Graph graph;
+};
+const BertSpace& bert_space() {
+    static const BertSpace space = [] {
+        Graph g = models::build_zoo_model("bert");
+        const Graph graphs[] = {g};
+        return BertSpace{std::make_shared<const rewrite::RuleSet>(rl::training_rules(graphs)), std::move(g)};
+    }();
+    return space;
+}
+
+void dream_step(benchmark::State& state) {
+    const BertSpace& space = bert_space();
+    cost::CostModel<cost::AnalyticBackend> costs(cost::AnalyticBackend::preset("cpu"));
+    rl::GraphEnv env(space.rules, costs, {.one_step_gains = false});
+    const rl::Observation start = env.reset(space.graph);
+    const rl::WorldModel<Float> model(env.num_xfers());
+    const rl::Controller<Float> controller(env.num_xfers(), model.options().latent, model.options().lstm_hidden);
+    rl::Dream dream(model, controller, {.batch = static_cast<std::size_t>(state.range(0))});
+    const std::vector<rl::DreamStart> starts{{std::vector<float>(32, 0.1f), rl::xfer_best_gains(start), start.xfer_mask}};
+    Rng rng(0);
+    constexpr std::size_t steps = 16;
+    for (auto _ : state) {
+        rl::DreamStats stats;
+        benchmark::DoNotOptimize(dream.collect(starts, steps, rng, stats));
+    }
+    state.SetItemsProcessed(state.iterations() * state.range(0) * static_cast<std::int64_t>(steps));
+}
+
+void world_model_update(benchmark::State& state, const std::string& name) {
+    const Graph g = models::build_zoo_model(name);
+    const Graph graphs[] = {g};
+    const auto space = std::make_shared<const rewrite::RuleSet>(rl::training_rules(graphs));
+    cost::CostModel<cost::AnalyticBackend> costs(cost::AnalyticBackend::preset("cpu"));
+    rl::MbOptions options;
+    options.random_steps = options.real_steps = 64;
+    options.env.step_limit = 16;
+    rl::MbTrainer<Float, cost::AnalyticBackend> trainer({g}, space, costs, options);
+    trainer.collect(options.random_steps, true);
+    nn::Adam<Float> adam(trainer.model().parameters());
+    Rng rng(0);
+    constexpr std::size_t windows = 8, length = 8;
+    for (auto _ : state) {
+        std::vector<rl::EpisodeWindow> batch;
+        for (std::size_t w = 0; w < windows; ++w) {
+            const rl::RealEpisode& e = trainer.buffer()[rng.next() % trainer.buffer().size()];
+            const std::size_t offset = rng.next() % e.size();
+            batch.push_back({&e, offset, std::min(length, e.size() - offset)});
+        }
+        adam.zero_grad();
+        const rl::WorldModelLosses l = trainer.model().add_gradient(std::move(batch));
+        adam.step(1.0);
+        trainer.model().update_target(options.model.target_rate);
+        state.counters["transitions"] += static_cast<double>(l.steps);
+    }
+    state.counters["transitions"] = benchmark::Counter(state.counters["transitions"], benchmark::Counter::kIsRate);
+}
+
+BENCHMARK(dream_step)->ArgName("batch")->Arg(1)->Arg(64)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(world_model_update, squeezenet1_1, std::string("squeezenet1_1"))->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(world_model_update, bert, std::string("bert"))->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(policy_act, bert, std::string("bert"))->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(policy_act, resnet50, std::string("resnet50"))->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(ppo_update, squeezenet1_1_jobs1, std::string("squeezenet1_1"), 1u)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -167,3 +167,46 @@ TEST_CASE("train --reward ort-latency rewards the ORT latency of whole graphs, a
     CHECK(mixed.output.find("ort-latency:") != std::string::npos);
     CHECK(mixed.output.find("--reward") != std::string::npos);
 }
+
+TEST_CASE("train --agent mb logs real and dream steps per iteration, keeps to its real-step budget, and optimize --search mb uses it") {
+    const ScratchDir dir("rlflow-cli-train-mb");
+    const std::string agent = dir.file("mb");
+    const Result trained = run_cli("train --agent mb --graph zoo:squeezenet1_1 --cost analytic --seed 2 --real-steps 700 "
+                                   "--dream-steps 512 --temperature 0.8 --checkpoint " + agent);
+    REQUIRE_MESSAGE(trained.exit_code == 0, trained.output);
+    std::ifstream log(agent + "/train.jsonl");
+    std::vector<nlohmann::json> lines;
+    for (std::string line; std::getline(log, line);) lines.push_back(nlohmann::json::parse(line));
+    // A quarter of the budget (175) by the random agent and 500 by the controller, then the 25 left.
+    REQUIRE(lines.size() == 2);
+    CHECK(lines[0]["real_steps"] == 675);
+    CHECK(lines[1]["real_steps"] == 700);
+    CHECK(lines[1]["dream_steps"].get<int>() >= 2 * 512);
+    for (const char* key : {"nll_per_dim", "reward", "done", "mask", "gains", "summary", "spread", "total"})
+        CHECK_MESSAGE(lines[1]["model"].contains(key), key);
+    CHECK(lines[1]["controller"]["entropy"].get<double>() > 0);
+    const nlohmann::json state = nlohmann::json::parse(read_file(agent + "/agent.json"));
+    CHECK(state["format"] == "rlflow-mb-agent");
+    CHECK(state["real_steps"] == 700);
+    CHECK(state["temperature"] == 0.8);
+
+    const std::string out = dir.file("sq.onnx"), report = dir.file("sq.json");
+    const Result optimised = run_cli("optimize zoo:squeezenet1_1 --search mb --agent " + agent +
+                                     " --samples 1 --cost analytic --guard none -o " + out + " --report " + report);
+    REQUIRE_MESSAGE(optimised.exit_code == 0, optimised.output);
+    const nlohmann::json r = nlohmann::json::parse(read_file(report));
+    CHECK(r["search"] == "mb");
+    CHECK(r["verified"] == true);
+    CHECK(r["real_steps"].get<int>() > 0);
+    CHECK(r["cost_after_ms"].get<double>() <= r["cost_before_ms"].get<double>() + 1e-9);
+
+    // Each search reads only its own kind of agent, and says which to use; mb does not resume.
+    const Result crossed = run_cli("optimize zoo:squeezenet1_1 --search mf --agent " + agent + " --cost analytic -o " + dir.file("x.onnx"));
+    CHECK(crossed.exit_code == 2);
+    CHECK(crossed.output.find("use --search mb") != std::string::npos);
+    const Result resumed = run_cli("train --agent mb --resume --cost analytic --checkpoint " + agent);
+    CHECK(resumed.exit_code == 2);
+    CHECK(resumed.output.find("cannot resume") != std::string::npos);
+    CHECK(run_cli("train --agent mb --graph zoo:squeezenet1_1 --temperature -1 --checkpoint " + dir.file("bad")).exit_code == 2);
+    CHECK_FALSE(std::filesystem::exists(dir.file("bad")));
+}

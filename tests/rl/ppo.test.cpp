@@ -12,6 +12,8 @@
 #include <rlflow/rl/rollout.hpp>
 #include <rlflow/rl/trainer.hpp>
 
+#include "small_graphs.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -26,30 +28,10 @@
 
 using namespace rlflow;
 using Float = nn::backend::Eigen;
+using rlflow::test::builtin;
+using rlflow::test::two_branches;
 
 namespace {
-
-std::shared_ptr<const rewrite::RuleSet> builtin() {
-    static const auto rules = std::make_shared<const rewrite::RuleSet>(rewrite::builtin_rules());
-    return rules;
-}
-
-/// Two 3x3 convolutions of one input, each followed by Relu, added: rewrites fuse the
-/// activations, merge the convolutions, or do both.
-Graph two_branches() {
-    Graph g;
-    const auto f32 = [](Shape s) { return TensorType{DType::Float32, std::move(s)}; };
-    const NodeId x = g.add_input("x", f32({1, 8, 8, 8}));
-    const Attributes conv{{"kernel_shape", std::vector<std::int64_t>{3, 3}}, {"pads", std::vector<std::int64_t>{1, 1, 1, 1}}};
-    std::vector<NodeId> branches;
-    for (const char* name : {"w1", "w2"}) {
-        const NodeId w = g.add_weight(name, f32({8, 8, 3, 3}));
-        branches.push_back(g.add_node(OpKind::Relu, {{g.add_node(OpKind::Conv2D, {{x, 0}, {w, 0}}, conv), 0}}));
-    }
-    g.add_output({g.add_node(OpKind::Add, {{branches[0], 0}, {branches[1], 0}}), 0});
-    exec::fill_random_weights(g, 3);
-    return g;
-}
 
 /// The best return reachable from `env`'s state within `depth` more steps (NO-OP: 0).
 template <class Env>

@@ -87,27 +87,49 @@ inline std::shared_ptr<const rewrite::RuleSet> load_rule_set(const std::string& 
     return std::make_shared<const rewrite::RuleSet>(rewrite::load_rules(which));
 }
 
-/// Rolls out the agent in `o.agent` (--search mf) with `library` holding its rules.
-template <cost::CostBackend Backend>
-search::SearchResult agent_search(const OptimizeOptions& o, const Graph& g, const rewrite::RuleSet& library,
-                                  cost::CostModel<Backend>& model, const search::SearchOptions& options) {
-    if (o.agent.empty()) throw precondition_error("--search mf needs --agent DIR (a directory `rlflow train` wrote)");
-    const std::filesystem::path dir(o.agent);
-    const rl::AgentState state = rl::read_agent_state(dir);
-    if (state.cost_backend != model.name())
-        std::fprintf(stderr, "note: the agent in %s learned from %s costs; this search prices with %s\n", dir.c_str(),
-                     state.cost_backend.c_str(), model.name().c_str());
-    const auto rules = std::make_shared<const rewrite::RuleSet>(rl::agent_rules(state, library, dir));
-    rl::ActorCritic<AgentBackend> policy(static_cast<std::uint32_t>(rules->size()),
-                                         static_cast<std::uint32_t>(state.env.max_locations), state.policy);
-    rl::load_agent_weights(dir, policy.parameters());
+/// How the agent of `--agent` rolls out (--search mf or mb).
+inline rl::AgentSearchOptions agent_rollouts(const OptimizeOptions& o, const rl::EnvOptions& env, const search::SearchOptions& options) {
     rl::AgentSearchOptions agent;
     agent.samples = o.samples;
     agent.until_limit = o.agent_stop == "limit";
     agent.seed = o.seed;
-    agent.env = state.env;
+    agent.env = env;
     agent.search = options;
-    return rl::agent_search(g, rules, model, policy, agent);
+    return agent;
+}
+
+/// The agent directory of --agent, after a note when it learned from other costs.
+inline std::filesystem::path agent_dir(const OptimizeOptions& o, const std::string& learned_from, const std::string& pricing) {
+    const std::filesystem::path dir(o.agent);
+    if (learned_from != pricing)
+        std::fprintf(stderr, "note: the agent in %s learned from %s costs; this search prices with %s\n", dir.c_str(),
+                     learned_from.c_str(), pricing.c_str());
+    return dir;
+}
+
+/// Rolls out the agent in `o.agent` (--search mf or mb) with `library` holding its rules.
+template <cost::CostBackend Backend>
+search::SearchResult agent_search(const OptimizeOptions& o, const Graph& g, const rewrite::RuleSet& library,
+                                  cost::CostModel<Backend>& model, const search::SearchOptions& options) {
+    if (o.agent.empty())
+        throw precondition_error("--search " + o.search + " needs --agent DIR (a directory `rlflow train --agent " + o.search + "` wrote)");
+    if (o.search == "mb") {
+        const rl::MbAgentState state = rl::read_mb_agent_state(o.agent);
+        const std::filesystem::path dir = agent_dir(o, state.cost_backend, model.name());
+        rl::AgentState names;
+        names.rules = state.rules;
+        const auto rules = std::make_shared<const rewrite::RuleSet>(rl::agent_rules(names, library, dir));
+        rl::LoadedMbAgent<AgentBackend> loaded(state, dir);
+        rl::ModelBasedAgent<AgentBackend> agent(loaded.model, loaded.controller, static_cast<std::uint32_t>(state.env.max_locations));
+        return rl::agent_search(g, rules, model, agent, agent_rollouts(o, state.env, options));
+    }
+    const rl::AgentState state = rl::read_agent_state(o.agent);
+    const std::filesystem::path dir = agent_dir(o, state.cost_backend, model.name());
+    const auto rules = std::make_shared<const rewrite::RuleSet>(rl::agent_rules(state, library, dir));
+    rl::ActorCritic<AgentBackend> policy(static_cast<std::uint32_t>(rules->size()),
+                                         static_cast<std::uint32_t>(state.env.max_locations), state.policy);
+    rl::load_agent_weights(dir, policy.parameters());
+    return rl::agent_search(g, rules, model, policy, agent_rollouts(o, state.env, options));
 }
 
 /// Runs the chosen search with `model` pricing it.
@@ -125,7 +147,8 @@ search::SearchResult run_search(const OptimizeOptions& o, const Graph& g, std::s
         bar.update(p.expansions, "best " + format_ms(p.best_cost_ms) + " (" + format_ratio(p.initial_cost_ms / p.best_cost_ms) + ")");
     };
     const auto previous = std::signal(SIGINT, [](int) { interrupted.store(true); });
-    search::SearchResult result = o.search == "mf"       ? agent_search(o, g, *rules, model, options)
+    const bool agent = o.search == "mf" || o.search == "mb";
+    search::SearchResult result = agent                  ? agent_search(o, g, *rules, model, options)
                                   : o.search == "greedy" ? search::greedy(g, rules, model, options)
                                                          : search::backtracking(g, rules, model, options);
     std::signal(SIGINT, previous);
@@ -221,7 +244,7 @@ inline GraphStatistics written_statistics(const Graph& g, const OptimizeOptions&
 inline std::string stop_reason_text(search::StopReason reason, std::string_view search) {
     switch (reason) {
         case search::StopReason::converged:
-            return search == "mf" ? "done (every rollout of the agent ended)" : "converged (no rewrite left to try)";
+            return search == "mf" || search == "mb" ? "done (every rollout of the agent ended)" : "converged (no rewrite left to try)";
         case search::StopReason::budget: return "stopped at the --budget";
         case search::StopReason::time_limit: return "stopped at the --time-limit";
         case search::StopReason::interrupted: return "interrupted (Ctrl-C); kept the best graph so far";
@@ -256,7 +279,7 @@ inline nlohmann::json optimize_report(const OptimizeOptions& o, const std::strin
     j["rewrite_sequence"] = written.sequence;
     j["search_rewrites"] = r.rewrites;
     j["expansions"] = r.expansions;
-    if (o.search == "mf") {
+    if (o.search == "mf" || o.search == "mb") {
         j["agent"] = o.agent;
         j["real_steps"] = r.expansions;  // environment steps of the agent's rollouts
         j["inference_seconds"] = r.seconds;
@@ -469,13 +492,14 @@ inline void add_optimize_command(CLI::App& app) {
     cmd->add_option("-o,--output", o->output, "the .onnx file to write")->required();
     add_model_flags(*cmd, o->load);
     cmd->add_option("--search", o->search,
-                    "greedy, taso (cost-ordered backtracking) or mf (roll out the agent --agent names; --budget counts its steps)")
-        ->check(CLI::IsMember({"greedy", "taso", "mf"}))->capture_default_str();
-    cmd->add_option("--agent", o->agent, "--search mf: the agent's directory, as `rlflow train` wrote it");
-    cmd->add_option("--samples", o->samples, "--search mf: sampled rollouts after the greedy one")
+                    "greedy, taso (cost-ordered backtracking), mf or mb (roll out the model-free or model-based agent "
+                    "--agent names; --budget counts its steps)")
+        ->check(CLI::IsMember({"greedy", "taso", "mf", "mb"}))->capture_default_str();
+    cmd->add_option("--agent", o->agent, "--search mf|mb: the agent's directory, as `rlflow train` wrote it");
+    cmd->add_option("--samples", o->samples, "--search mf|mb: sampled rollouts after the greedy one")
         ->check(CLI::Range(std::size_t{0}, std::size_t{100'000}))->capture_default_str();
     cmd->add_option("--agent-stop", o->agent_stop,
-                    "--search mf: limit (roll on past the agent's NO-OP to the step limit, keeping the cheapest graph "
+                    "--search mf|mb: limit (roll on past the agent's NO-OP to the step limit, keeping the cheapest graph "
                     "met) or noop (a rollout ends at the agent's NO-OP, as in training)")
         ->check(CLI::IsMember({"limit", "noop"}))->capture_default_str();
     cmd->add_option("--cost", o->cost,

@@ -3,6 +3,10 @@
 // (rl/trainer.hpp) with a progress bar, a JSON line per update in DIR/train.jsonl, and
 // atomic checkpoints (rl/agent_file.hpp) every few updates, on Ctrl-C and at the end;
 // `--resume` continues a run exactly where its last checkpoint left it.
+// `rlflow train --agent mb ... [--real-steps N] [--dream-steps N] [--temperature T]`: the
+// model-based agent (rl/mb_trainer.hpp), a JSON line per iteration (real and dream steps,
+// the world model's losses, the controller's PPO statistics), checkpoints as above
+// (rl/mb_agent_file.hpp); it does not resume yet.
 
 #include "command_optimize.hpp"
 #include "model_source.hpp"
@@ -53,6 +57,10 @@ struct TrainOptions {
     unsigned jobs = default_jobs();
     std::string cost_cache;
     ModelOptions load;
+    /// --agent mb: the dream's temperature, the budget of real steps and the dream steps per iteration.
+    double temperature = rl::DreamOptions{}.temperature;
+    std::size_t real_steps = rl::MbOptions{}.real_steps;
+    std::size_t dream_steps = rl::MbOptions{}.dream_steps;
 };
 
 /// Updates run when no limit is given.
@@ -61,6 +69,15 @@ inline constexpr std::size_t default_updates = 50;
 /// NaN as JSON null.
 inline nlohmann::json number_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
 
+/// Per training graph, the cost ratio of its last finished episode and the best one any reached.
+inline void add_cost_ratios(nlohmann::json& j, const std::vector<double>& final_ratio, const std::vector<double>& best_ratio,
+                            const std::vector<std::string>& graphs) {
+    for (std::size_t g = 0; g < graphs.size(); ++g) {
+        j["final_cost_ratio"][graphs[g]] = number_or_null(final_ratio[g]);
+        j["best_cost_ratio"][graphs[g]] = number_or_null(best_ratio[g]);
+    }
+}
+
 inline nlohmann::json update_json(const rl::UpdateLog& log, const std::vector<std::string>& graphs) {
     nlohmann::json j;
     j["update"] = log.update;
@@ -68,10 +85,7 @@ inline nlohmann::json update_json(const rl::UpdateLog& log, const std::vector<st
     j["episodes"] = log.episodes;
     j["episodes_ended"] = log.episodes_ended;
     j["mean_return"] = number_or_null(log.mean_return);
-    for (std::size_t g = 0; g < graphs.size(); ++g) {
-        j["final_cost_ratio"][graphs[g]] = number_or_null(log.final_cost_ratio[g]);
-        j["best_cost_ratio"][graphs[g]] = number_or_null(log.best_cost_ratio[g]);
-    }
+    add_cost_ratios(j, log.final_cost_ratio, log.best_cost_ratio, graphs);
     j["entropy"] = log.stats.entropy;
     j["approx_kl"] = log.stats.approx_kl;
     j["clip_fraction"] = log.stats.clip_fraction;
@@ -211,22 +225,125 @@ void train_with(const TrainOptions& o, Backend backend) {
                     reward.latency->cache_hits());
 }
 
+/// One iteration of model-based training as a line of train.jsonl.
+inline nlohmann::json iteration_json(const rl::MbLog& log, const std::vector<std::string>& graphs) {
+    nlohmann::json j;
+    j["iteration"] = log.iteration;
+    j["real_steps"] = log.real_steps;
+    j["dream_steps"] = log.dream_steps;
+    j["episodes"] = log.episodes;
+    add_cost_ratios(j, log.final_cost_ratio, log.best_cost_ratio, graphs);
+    const rl::WorldModelLosses& m = log.model;
+    j["model"] = {{"nll_per_dim", m.nll_per_dim}, {"reward", m.reward}, {"done", m.done}, {"mask", m.mask}, {"gains", m.gains},
+                  {"summary", m.summary}, {"spread", m.spread}, {"total", m.total}, {"transitions", m.steps}};
+    const rl::UpdateStats& c = log.controller;
+    j["controller"] = {{"entropy", c.entropy}, {"approx_kl", c.approx_kl}, {"policy_loss", c.policy_loss}, {"value_loss", c.value_loss},
+                       {"explained_variance", c.explained_variance}, {"clip_fraction", c.clip_fraction}};
+    j["dream"] = {{"mean_return", log.dream.mean_return}, {"mean_length", log.dream.mean_length}, {"episodes_ended", log.dream.episodes_ended}};
+    j["seconds"] = {{"model", log.model_seconds}, {"dream", log.dream_seconds}, {"real", log.real_seconds},
+                    {"total", log.model_seconds + log.dream_seconds + log.real_seconds}};
+    return j;
+}
+
+/// --agent mb: trains the model-based agent until --real-steps (or --time-limit, or Ctrl-C).
+template <cost::CostBackend Backend>
+void train_mb_with(const TrainOptions& o, Backend backend) {
+    const std::filesystem::path dir(o.checkpoint);
+    if (o.resume) throw precondition_error("--resume: a model-based agent cannot resume yet (its episode buffer is not saved); train a new one");
+    if (o.graphs.empty()) throw precondition_error("--graph: name at least one model to train on");
+    if (std::filesystem::exists(rl::agent_json_path(dir)))
+        throw precondition_error(dir.string() + " already holds an agent; choose another --checkpoint");
+    cost::CostModel<Backend> model(std::move(backend));
+    const LatencyReward<Backend> reward(o, model);
+    const std::optional<std::filesystem::path> cache = cost_cache_path(o.cost_cache, model.name());
+    load_cost_cache(model, cache);
+    std::vector<Graph> graphs;
+    for (const std::string& g : o.graphs) graphs.push_back(load_model(g, o.load));
+    const auto library = load_rule_set(o.rules);
+    const auto rules = std::make_shared<const rewrite::RuleSet>(
+        rl::rules_matching(*library, o.rules == "default" ? rewrite::builtin_rules().size() : 0, graphs));
+    rl::MbOptions options;
+    options.env.step_limit = o.step_limit;
+    options.env.one_step_gains = !o.no_gains;
+    options.dream.temperature = o.temperature;
+    options.real_steps = o.real_steps;
+    // The random agent takes at most a quarter of a small budget.
+    options.random_steps = std::min(options.random_steps, std::max<std::size_t>(1, o.real_steps / 4));
+    options.dream_steps = o.dream_steps;
+    options.seed = options.model.seed = options.controller.seed = o.seed;
+    rl::MbAgentState state{.rules = rl::rule_names(*rules), .model = options.model, .controller = options.controller, .env = options.env,
+                           .temperature = o.temperature, .cost_backend = reward.latency ? reward.latency->name() : model.name(),
+                           .graphs = o.graphs, .seed = o.seed};
+    rl::MbTrainer<AgentBackend, Backend> trainer(std::move(graphs), rules, model, options, o.jobs, reward.measure());
+    std::filesystem::create_directories(dir);
+    std::printf("training the model-based agent on %s: %zu xfers, rewards from %s, %zu real steps, %zu dream steps per iteration, "
+                "temperature %g\n",
+                join(state.graphs, ", ").c_str(), rules->size(), state.cost_backend.c_str(), o.real_steps, o.dream_steps, o.temperature);
+    std::fflush(stdout);
+    double seconds = 0;
+    const auto save = [&] {
+        state.real_steps = trainer.real_steps();
+        state.dream_steps = trainer.dream_steps();
+        state.episodes = trainer.episodes();
+        state.seconds = seconds;
+        rl::save_mb_agent(dir, state, trainer.model(), trainer.controller());
+        save_cost_cache(model, cache, !o.cost_cache.empty());
+    };
+    std::ofstream log(dir / "train.jsonl", std::ios::app);
+    RLFLOW_EXPECTS(log.good(), io_error, (dir / "train.jsonl").string() + ": cannot write the training log");
+    const bool by_seconds = o.time_limit > 0;
+    ProgressBar bar(by_seconds ? "train (s)" : "train (real steps)", by_seconds ? static_cast<std::size_t>(std::ceil(o.time_limit)) : o.real_steps);
+    interrupted.store(false);
+    const auto previous = std::signal(SIGINT, [](int) { interrupted.store(true); });
+    while (!interrupted.load() && !trainer.done() && !(by_seconds && seconds >= o.time_limit)) {
+        const rl::MbLog u = trainer.iterate();
+        seconds += u.model_seconds + u.dream_seconds + u.real_seconds;
+        nlohmann::json line = iteration_json(u, state.graphs);
+        line["elapsed_seconds"] = seconds;
+        log << line.dump() << "\n";
+        log.flush();
+        char text[112];
+        std::snprintf(text, sizeof text, "iteration %zu, real steps %zu, dream steps %zu, M loss %.3g", u.iteration, u.real_steps,
+                      u.dream_steps, u.model.total);
+        bar.update(by_seconds ? static_cast<std::size_t>(seconds) : u.real_steps, text);
+        ++state.iterations;
+        if (u.iteration % o.checkpoint_every == 0) save();
+    }
+    std::signal(SIGINT, previous);
+    bar.finish();
+    save();
+    std::printf("%s after %zu iterations, %zu real steps, %zu dream steps, %zu episodes; agent saved in %s\n",
+                interrupted.load() ? "interrupted" : "done", state.iterations, trainer.real_steps(), trainer.dream_steps(),
+                trainer.episodes(), dir.c_str());
+}
+
 inline void dispatch_train(const TrainOptions& o) {
-    if (o.agent != "mf") throw precondition_error("--agent " + o.agent + ": only the model-free agent (mf) trains yet");
+    const auto run = [&](auto backend) {
+        if (o.agent == "mb") return train_mb_with(o, std::move(backend));
+        train_with(o, std::move(backend));
+    };
     const std::string cost = o.cost == "auto" ? (cost::ort_unavailable_reason() ? "analytic" : "ort") : o.cost;
-    if (cost == "cpu") return train_with(o, cost::CpuProfiler{});
+    if (cost == "cpu") return run(cost::CpuProfiler{});
     if (cost == "ort") {
         cost::OrtBackendOptions ort;
         ort.seed = o.seed;
-        return train_with(o, cost::OrtBackend(ort));
+        return run(cost::OrtBackend(ort));
     }
-    train_with(o, cost::AnalyticBackend::preset("cpu"));
+    run(cost::AnalyticBackend::preset("cpu"));
 }
 
 inline void add_train_command(CLI::App& app) {
     auto o = std::make_shared<TrainOptions>();
-    CLI::App* cmd = app.add_subcommand("train", "Train an agent to choose rewrites (the model-free PPO agent)");
-    cmd->add_option("--agent", o->agent, "mf (model-free PPO)")->check(CLI::IsMember({"mf"}))->capture_default_str();
+    CLI::App* cmd = app.add_subcommand("train", "Train an agent to choose rewrites (model-free PPO, or model-based with a world model)");
+    cmd->add_option("--agent", o->agent, "mf (model-free PPO) or mb (a world model, and a controller trained in its dream)")
+        ->check(CLI::IsMember({"mf", "mb"}))->capture_default_str();
+    cmd->add_option("--temperature", o->temperature, "--agent mb: the dream's temperature (mixture logits / T, noise x sqrt(T))")
+        ->check(CLI::Range(0.0, 10.0))->capture_default_str();
+    cmd->add_option("--real-steps", o->real_steps, "--agent mb: the budget of real environment steps (the first quarter of it, at most 2000, by a "
+                    "uniformly random agent)")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{100'000'000}))->capture_default_str();
+    cmd->add_option("--dream-steps", o->dream_steps, "--agent mb: dream steps the controller trains on per iteration")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{100'000'000}))->capture_default_str();
     cmd->add_option("--graph", o->graphs, "models to train on (zoo:NAME or .onnx files)");
     cmd->add_option("--checkpoint", o->checkpoint, "the agent's directory (agent.json, weights.ckpt, train.jsonl)")->required();
     cmd->add_option("--seed", o->seed, "seed of the weights, the rollouts and the updates")->capture_default_str();

@@ -90,6 +90,51 @@ private:
     ::Eigen::VectorXf m_bias;
 };
 
+/// `Mlp` frozen (without an output layer norm): the same layers and activations.
+class FrozenMlp {
+public:
+    FrozenMlp() = default;
+    template <TensorBackend B>
+    explicit FrozenMlp(const Mlp<B>& mlp) {
+        refresh(mlp);
+    }
+
+    template <TensorBackend B>
+    void refresh(const Mlp<B>& mlp) {
+        RLFLOW_EXPECTS(!mlp.options().layer_norm_output, precondition_error, "a frozen mlp has no output layer norm");
+        m_layers.clear();
+        for (const Linear<B>& layer : mlp.layers()) m_layers.emplace_back(layer);
+        m_activation = mlp.options().activation;
+        m_activate_output = mlp.options().activate_output;
+        m_buffers.resize(m_layers.size());
+    }
+
+    /// y (rows, out) from x (rows, in); `y` must not be `x`.
+    void apply(const HostMatrix& x, HostMatrix& y) {
+        const HostMatrix* in = &x;
+        for (std::size_t i = 0; i < m_layers.size(); ++i) {
+            HostMatrix& out = i + 1 == m_layers.size() ? y : m_buffers[i];
+            m_layers[i].apply(*in, out);
+            if (i + 1 < m_layers.size() || m_activate_output) {
+                if (m_activation == Activation::relu)
+                    out = out.cwiseMax(0.0f);
+                else
+                    out = out.array().tanh().matrix();
+            }
+            in = &out;
+        }
+    }
+
+    [[nodiscard]] std::int64_t in_features() const noexcept { return m_layers.front().in_features(); }
+    [[nodiscard]] std::int64_t out_features() const noexcept { return m_layers.back().out_features(); }
+
+private:
+    std::vector<FrozenLinear> m_layers;
+    Activation m_activation = Activation::relu;
+    bool m_activate_output = false;
+    std::vector<HostMatrix> m_buffers;
+};
+
 /// `LstmCell` frozen: gate order i, f, g, o as in the tape path.
 class FrozenLstmCell {
 public:

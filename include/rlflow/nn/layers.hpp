@@ -196,6 +196,8 @@ public:
     [[nodiscard]] std::int64_t out_features() const { return m_options.sizes.back(); }
     /// The last affine layer (for a head's initial bias).
     [[nodiscard]] Linear<B>& output_layer() { return m_layers.back(); }
+    [[nodiscard]] const std::vector<Linear<B>>& layers() const noexcept { return m_layers; }
+    [[nodiscard]] const MlpOptions& options() const noexcept { return m_options; }
 
 private:
     /// Everything after the first layer's affine map y.

@@ -23,6 +23,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rlflow::rl {
@@ -68,7 +69,77 @@ namespace detail {
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+/// Throws checkpoint_error naming dir's agent.json and `what` is wrong with it.
+[[noreturn]] inline void agent_json_error(const std::filesystem::path& dir, const std::string& what) {
+    throw checkpoint_error(agent_json_path(dir).string() + ": " + what);
+}
+
+/// What read_agent_json expects: a format name and version, the kind in words, and the
+/// other agent kind's format with what to say when it is found instead.
+struct AgentFormat {
+    std::string_view format;
+    int version = 0;
+    std::string_view kind;
+    std::string_view other;
+    std::string_view other_hint;
+};
+
+/// dir's agent.json, parsed, of the expected format and version, its weights the ones it
+/// was saved with; throws checkpoint_error naming what is wrong, io_error if unreadable.
+[[nodiscard]] inline nlohmann::json read_agent_json(const std::filesystem::path& dir, const AgentFormat& expected) {
+    const std::string text = read_bytes(agent_json_path(dir));
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+        agent_json_error(dir, std::string("damaged (not JSON): ") + e.what());
+    }
+    try {
+        const std::string found = j.value("format", "");
+        if (found != expected.format)
+            agent_json_error(dir, found == expected.other ? std::string(expected.other_hint) : "not " + std::string(expected.kind));
+        if (j.at("version").get<int>() != expected.version)
+            agent_json_error(dir, "agent format version " + std::to_string(j.at("version").get<int>()) + ", this rlflow reads "
+                                      + std::to_string(expected.version));
+        if (j.at("weights_checksum").get<std::string>() != std::to_string(nn::detail::fnv1a64(read_bytes(agent_weights_path(dir)))))
+            agent_json_error(dir, "weights.ckpt is not the file this agent was saved with (torn or replaced)");
+    } catch (const nlohmann::json::exception& e) {
+        agent_json_error(dir, std::string("a field is missing or has the wrong type: ") + e.what());
+    }
+    return j;
+}
+
+/// Throws checkpoint_error unless an agent's `node_features` are this rlflow's observations'.
+inline void check_node_features(const std::filesystem::path& dir, std::int64_t node_features) {
+    if (node_features != observation_feature_sizes.node)
+        agent_json_error(dir, "made for observations of " + std::to_string(node_features) + " node features; this rlflow makes "
+                                  + std::to_string(observation_feature_sizes.node));
+}
+
+/// The environment's settings as agent.json holds them, and back.
+[[nodiscard]] inline nlohmann::json env_json(const EnvOptions& e) {
+    return {{"max_locations", e.max_locations}, {"step_limit", e.step_limit}, {"reward_scale", e.reward_scale},
+            {"one_step_gains", e.one_step_gains}};
+}
+[[nodiscard]] inline EnvOptions env_from_json(const nlohmann::json& env) {
+    return {env.at("max_locations").get<std::size_t>(), env.at("step_limit").get<std::size_t>(), env.at("reward_scale").get<double>(),
+            env.at("one_step_gains").get<bool>()};
+}
+
+/// Writes `j` as dir's agent.json (atomically), with its format, version and the checksum
+/// of the weights.ckpt already written beside it.
+inline void write_agent_json(const std::filesystem::path& dir, nlohmann::json j, std::string_view format, int version) {
+    j["format"] = format;
+    j["version"] = version;
+    j["weights_checksum"] = std::to_string(nn::detail::fnv1a64(read_bytes(agent_weights_path(dir))));
+    write_file_atomically(agent_json_path(dir), j.dump(1) + "\n");
+}
+
 }  // namespace detail
+
+/// The model-based agent's format name (mb_agent_file.hpp), named here so that each
+/// reader can tell a user which search reads the other kind.
+inline constexpr const char* mb_agent_format = "rlflow-mb-agent";
 
 /// Writes `state`, `params` and `adam` (if given) into `dir` (created if missing).
 template <nn::TensorBackend B>
@@ -77,16 +148,12 @@ void save_agent(const std::filesystem::path& dir, const AgentState& state, const
     std::filesystem::create_directories(dir);
     nn::save_checkpoint(agent_weights_path(dir), params, adam);
     nlohmann::json j;
-    j["format"] = agent_format;
-    j["version"] = agent_format_version;
-    j["weights_checksum"] = std::to_string(nn::detail::fnv1a64(detail::read_bytes(agent_weights_path(dir))));
     j["rules"] = state.rules;
     j["node_features"] = state.node_features;
     j["policy"] = {{"latent", state.policy.latent}, {"message_passing_steps", state.policy.message_passing_steps},
                    {"hidden", state.policy.hidden}, {"seed", state.policy.seed},
                    {"gain_hidden", state.policy.gain_hidden}, {"noop_logit", state.policy.noop_logit}};
-    j["env"] = {{"max_locations", state.env.max_locations}, {"step_limit", state.env.step_limit},
-                {"reward_scale", state.env.reward_scale}, {"one_step_gains", state.env.one_step_gains}};
+    j["env"] = detail::env_json(state.env);
     const PpoOptions& p = state.ppo;
     j["ppo"] = {{"gamma", p.gamma}, {"lambda", p.lambda}, {"clip", p.clip}, {"epochs", p.epochs},
                 {"minibatch_size", p.minibatch_size}, {"normalize_advantages", p.normalize_advantages},
@@ -112,40 +179,25 @@ void save_agent(const std::filesystem::path& dir, const AgentState& state, const
     }
     j["episode_actions"] = episodes;
     j["episode_returns"] = state.episode_returns;
-    write_file_atomically(agent_json_path(dir), j.dump(1) + "\n");
+    detail::write_agent_json(dir, std::move(j), agent_format, agent_format_version);
 }
 
 /// Reads agent.json of `dir`; throws checkpoint_error naming the file and what is wrong
 /// (not an agent, another format version, a missing or mistyped field, weights that are
 /// not the ones it was saved with), io_error if it cannot be read.
 [[nodiscard]] inline AgentState read_agent_state(const std::filesystem::path& dir) {
-    const std::filesystem::path path = agent_json_path(dir);
-    const std::string text = detail::read_bytes(path);
-    const auto fail = [&](const std::string& what) -> void { throw checkpoint_error(path.string() + ": " + what); };
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception& e) {
-        fail(std::string("damaged (not JSON): ") + e.what());
-    }
+    const auto fail = [&](const std::string& what) -> void { detail::agent_json_error(dir, what); };
+    const nlohmann::json j = detail::read_agent_json(
+        dir, {agent_format, agent_format_version, "an rlflow model-free agent", mb_agent_format, "a model-based agent; use --search mb"});
     AgentState s;
     try {
-        if (j.value("format", "") != agent_format) fail("not an rlflow model-free agent");
-        if (j.at("version").get<int>() != agent_format_version)
-            fail("agent format version " + std::to_string(j.at("version").get<int>()) + ", this rlflow reads "
-                 + std::to_string(agent_format_version));
-        const std::string weights = detail::read_bytes(agent_weights_path(dir));
-        if (j.at("weights_checksum").get<std::string>() != std::to_string(nn::detail::fnv1a64(weights)))
-            fail("weights.ckpt is not the file this agent was saved with (torn or replaced)");
         s.rules = j.at("rules").get<std::vector<std::string>>();
         s.node_features = j.at("node_features").get<std::int64_t>();
         const auto& policy = j.at("policy");
         s.policy = {policy.at("latent").get<std::int64_t>(), policy.at("message_passing_steps").get<int>(),
                     policy.at("hidden").get<std::int64_t>(), policy.at("seed").get<std::uint64_t>(),
                     policy.at("gain_hidden").get<std::int64_t>(), policy.at("noop_logit").get<double>()};
-        const auto& env = j.at("env");
-        s.env = {env.at("max_locations").get<std::size_t>(), env.at("step_limit").get<std::size_t>(),
-                 env.at("reward_scale").get<double>(), env.at("one_step_gains").get<bool>()};
+        s.env = detail::env_from_json(j.at("env"));
         const auto& p = j.at("ppo");
         PpoOptions& o = s.ppo;
         o.gamma = p.at("gamma").get<double>();
@@ -188,9 +240,7 @@ void save_agent(const std::filesystem::path& dir, const AgentState& state, const
     } catch (const std::out_of_range&) {
         fail("the random generator's state is out of range");
     }
-    if (s.node_features != observation_feature_sizes.node)
-        fail("made for observations of " + std::to_string(s.node_features) + " node features; this rlflow makes "
-             + std::to_string(observation_feature_sizes.node));
+    detail::check_node_features(dir, s.node_features);
     return s;
 }
 

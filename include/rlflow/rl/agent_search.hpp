@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The `mf` search: a trained policy rolled out on a graph, once with its most probable
+/// The `mf` and `mb` searches: a trained policy rolled out on a graph, once with its most probable
 /// actions and `samples` more times with sampled ones; the cheapest graph met on any
 /// rollout (not only where it ended) is the result, verified and written by the caller
 /// like any other search's. By default rollouts go on past the policy's NO-OP to the step
@@ -45,10 +45,12 @@ inline void mask_no_op(Observation& o) {
         o.xfer_mask.back() = 0;
 }
 
-template <nn::TensorBackend B, cost::CostBackend C>
+/// Rolls out `policy`: an ActorCritic, or any agent that acts as one does (act() on a batch
+/// of one observation; ModelBasedAgent), begin_episode() called before each rollout where
+/// the agent has one (a recurrent agent clears its state).
+template <class Policy, cost::CostBackend C>
 [[nodiscard]] search::SearchResult agent_search(const Graph& graph, std::shared_ptr<const rewrite::RuleSet> rules,
-                                                cost::CostModel<C>& model, ActorCritic<B>& policy,
-                                                const AgentSearchOptions& options) {
+                                                cost::CostModel<C>& model, Policy& policy, const AgentSearchOptions& options) {
     RLFLOW_EXPECTS(rules->size() == policy.num_xfers() && options.env.max_locations == policy.max_locations(),
                    precondition_error, "agent_search: the policy was made for another action space");
     const search::detail::StopRules stop(options.search);
@@ -64,6 +66,7 @@ template <nn::TensorBackend B, cost::CostBackend C>
     bool stopped = false;
     for (std::size_t rollout = 0; rollout <= options.samples && !stopped; ++rollout) {
         Observation o = env.reset(graph);
+        if constexpr (requires { policy.begin_episode(); }) policy.begin_episode();
         result.initial_cost_ms = env.initial_cost_ms();
         Best best{env.graph(), env.cost_ms(), {}};
         std::vector<std::uint32_t> path;

@@ -16,6 +16,7 @@
 #include <rlflow/rewrite/rewriter.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -89,6 +90,35 @@ struct Observation {
         return xfer == num_xfers || (xfer < num_xfers && location < location_count(xfer));
     }
 };
+
+/// A one-step gain (reward units) on the signed log scale the agents' networks read: a
+/// gain of gain_unit maps to ln 2, and the range from a hundredth of a percent to tens of
+/// percents fits in a few units.
+[[nodiscard]] inline float scaled_gain(float gain) {
+    constexpr double gain_unit = 0.01;
+    const double magnitude = std::log1p(std::abs(static_cast<double>(gain)) / gain_unit);
+    return static_cast<float>(gain < 0 ? -magnitude : magnitude);
+}
+
+/// The location of xfer `r` (which must have one) with the largest one-step gain, the
+/// first in index order among equals.
+[[nodiscard]] inline std::uint32_t best_location(const Observation& o, std::uint32_t r) {
+    const std::uint32_t count = o.location_count(r);
+    RLFLOW_EXPECTS(count > 0, precondition_error, "best_location: xfer " + std::to_string(r) + " has no location");
+    std::uint32_t best = 0;
+    for (std::uint32_t l = 1; l < count; ++l)
+        if (o.gain(r, l) > o.gain(r, best)) best = l;
+    return best;
+}
+
+/// N entries: each xfer's best one-step gain, scaled (scaled_gain); 0 for an xfer
+/// without a location.
+[[nodiscard]] inline std::vector<float> xfer_best_gains(const Observation& o) {
+    std::vector<float> out(o.num_xfers, 0.0f);
+    for (std::uint32_t r = 0; r < o.num_xfers; ++r)
+        if (o.location_count(r) > 0) out[r] = scaled_gain(o.gain(r, best_location(o, r)));
+    return out;
+}
 
 /// The observation of `rewriter`'s graph, priced by `tracker` (which must be current),
 /// with `gains` (location_gain) of its locations in order.

@@ -70,6 +70,15 @@ struct PolicyOptions {
     friend bool operator==(const PolicyOptions&, const PolicyOptions&) = default;
 };
 
+/// Sets output `index`'s bias of `mlp` to `value` (the NO-OP prior of an xfer head).
+template <nn::TensorBackend B>
+void set_output_bias(nn::Mlp<B>& mlp, std::size_t index, double value) {
+    nn::Parameter<B>& bias = mlp.output_layer().bias();
+    std::vector<typename B::Scalar> b = bias.value.to_host();
+    b.at(index) = static_cast<typename B::Scalar>(value);
+    bias.value = nn::Tensor<B>::from_host(bias.value.shape(), b);
+}
+
 /// A forward pass over a batch of observations, with everything its tape refers to: keep
 /// it alive until the backward pass is done.
 template <nn::TensorBackend B>
@@ -95,6 +104,8 @@ template <nn::TensorBackend B>
 class ActorCritic {
 public:
     using Scalar = typename B::Scalar;
+    /// What the policy acts on (ppo.hpp's PpoPolicy).
+    using Input = Observation;
 
     /// A policy for `num_xfers` rules (actions 0..N, N being NO-OP) and L = `max_locations`.
     ActorCritic(std::uint32_t num_xfers, std::uint32_t max_locations, PolicyOptions options = {})
@@ -105,10 +116,7 @@ public:
         m_encoder = nn::GraphNetwork<B>(
             "policy.encoder", {.input = observation_feature_sizes, .latent = d, .steps = options.message_passing_steps}, rng);
         m_xfer_head = nn::Mlp<B>("policy.xfer", {.sizes = {d, h, num_xfers + std::int64_t{1}}, .output_gain = 0.01}, rng);
-        nn::Parameter<B>& xfer_bias = m_xfer_head.output_layer().bias();
-        std::vector<Scalar> bias = xfer_bias.value.to_host();
-        bias.at(num_xfers) = static_cast<Scalar>(options.noop_logit);
-        xfer_bias.value = nn::Tensor<B>::from_host(xfer_bias.value.shape(), bias);
+        set_output_bias(m_xfer_head, num_xfers, options.noop_logit);
         m_embedding = nn::Parameter<B>("policy.xfer_embedding", nn::orthogonal<B>(Shape{num_xfers, h}, 1.0, rng));
         m_location_head = nn::Mlp<B>("policy.location", {.sizes = {h + 2 * d + 1, h, 1}, .output_gain = 0.01}, rng);
         m_gain_head = nn::Mlp<B>("policy.gain", {.sizes = {1, options.gain_hidden, 1}, .output_gain = 0.01}, rng);
@@ -118,6 +126,10 @@ public:
     [[nodiscard]] std::uint32_t num_xfers() const noexcept { return m_num_xfers; }
     [[nodiscard]] std::uint32_t max_locations() const noexcept { return m_max_locations; }
     [[nodiscard]] const PolicyOptions& options() const noexcept { return m_options; }
+    /// A policy of the same shape with fresh weights (a gradient shard's replica).
+    [[nodiscard]] std::unique_ptr<ActorCritic> replica() const {
+        return std::make_unique<ActorCritic>(m_num_xfers, m_max_locations, m_options);
+    }
 
     /// Every parameter (encoder first), named; what Adam and checkpoints hold.
     [[nodiscard]] std::vector<nn::Parameter<B>*> parameters() {
@@ -218,15 +230,6 @@ private:
         return {latents, nn::MaskedCategorical<B>(logits, mask), value};
     }
 
-    /// A one-step gain (reward units) on the signed log scale the heads read: a gain of
-    /// gain_unit maps to ln 2, and the range from a hundredth of a percent to tens of
-    /// percents fits in a few units.
-    [[nodiscard]] static Scalar scaled_gain(float gain) {
-        constexpr double gain_unit = 0.01;
-        const double magnitude = std::log1p(std::abs(static_cast<double>(gain)) / gain_unit);
-        return static_cast<Scalar>(gain < 0 ? -magnitude : magnitude);
-    }
-
     /// (batch, N + 1): the gain head's term for each xfer's best one-step gain (0 in, for
     /// NO-OP and for xfers without a location).
     [[nodiscard]] nn::Var<B> gain_logits(nn::Tape<B>& tape, std::span<const Observation* const> observations) {
@@ -237,9 +240,7 @@ private:
                 const Observation& o = *observations[b];
                 const std::uint32_t count = o.location_count(x);
                 if (count == 0) continue;
-                Scalar top = scaled_gain(o.gain(x, 0));
-                for (std::uint32_t l = 1; l < count; ++l) top = std::max(top, scaled_gain(o.gain(x, l)));
-                best[b * width + x] = top;
+                best[b * width + x] = static_cast<Scalar>(scaled_gain(o.gain(x, best_location(o, x))));
             }
         const auto rows = static_cast<std::int64_t>(best.size());
         const nn::Var<B> column = tape.constant(nn::Tensor<B>::from_host(Shape{rows, 1}, std::span<const Scalar>(best)));
@@ -276,7 +277,7 @@ private:
                 }
                 xfer_of.push_back(static_cast<std::int32_t>(x));
                 row_of.push_back(static_cast<std::int32_t>(b));
-                gains.push_back(scaled_gain(o.gain(x, l)));
+                gains.push_back(static_cast<Scalar>(scaled_gain(o.gain(x, l))));
             }
         }
         if (rows.empty()) return std::nullopt;

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -65,9 +66,11 @@ struct PpoOptions {
 };
 
 /// One environment's consecutive steps as collected for an update. Observations are the
-/// states the actions were taken in.
-struct RolloutSegment {
-    std::vector<Observation> observations;
+/// states the actions were taken in: the real environment's (Observation) for the
+/// model-free agent, the dream's for the world-model agent's controller.
+template <class Obs>
+struct BasicRolloutSegment {
+    std::vector<Obs> observations;
     std::vector<Action> actions;
     std::vector<double> log_probs;
     std::vector<double> values;
@@ -78,6 +81,18 @@ struct RolloutSegment {
     std::vector<std::uint8_t> terminated;
     std::vector<std::uint8_t> truncated;
     [[nodiscard]] std::size_t size() const noexcept { return actions.size(); }
+};
+using RolloutSegment = BasicRolloutSegment<Observation>;
+
+/// What PPO needs of a policy over inputs `Policy::Input`: the log-probabilities,
+/// entropies and values of given actions on a tape (a pass holding log_prob, entropy and
+/// value), its parameters, and a fresh replica of the same shape for gradient shards.
+template <class P, class B>
+concept PpoPolicy = requires(P& p, nn::Tape<B>& tape, std::span<const typename P::Input* const> inputs,
+                             std::span<const Action> actions) {
+    { p.evaluate(tape, inputs, actions).log_prob } -> std::convertible_to<nn::Var<B>>;
+    { p.parameters() } -> std::same_as<std::vector<nn::Parameter<B>*>>;
+    { p.replica() };
 };
 
 /// What an update measured.
@@ -115,14 +130,16 @@ struct MeanSd {
 }  // namespace detail
 
 /// One minibatch of a PPO update (advantages already normalised).
-struct Minibatch {
-    std::vector<const Observation*> observations;
+template <class Obs>
+struct BasicMinibatch {
+    std::vector<const Obs*> observations;
     std::vector<Action> actions;
     std::vector<double> advantages;
     std::vector<double> old_log_probs;
     std::vector<double> returns;
     [[nodiscard]] std::size_t size() const noexcept { return actions.size(); }
 };
+using Minibatch = BasicMinibatch<Observation>;
 
 /// What the loss of (part of) a minibatch measured: sums over its samples.
 struct MinibatchSums {
@@ -148,16 +165,16 @@ struct MinibatchSums {
 /// each sample weighted 1 / mb.size(), so that the shards of a minibatch add up to its
 /// mean loss:
 ///   loss = mean_i [ -min(r_i A_i, clip(r_i) A_i) + c_v (V_i - R_i)^2 - c_e H_i ].
-template <nn::TensorBackend B>
-MinibatchSums add_ppo_gradient(ActorCritic<B>& policy, const Minibatch& mb, std::size_t begin, std::size_t end,
-                               const PpoOptions& options) {
+template <nn::TensorBackend B, PpoPolicy<B> Policy>
+MinibatchSums add_ppo_gradient(Policy& policy, const BasicMinibatch<typename Policy::Input>& mb, std::size_t begin,
+                               std::size_t end, const PpoOptions& options) {
     using Scalar = typename B::Scalar;
     const std::size_t k = end - begin;
     MinibatchSums sums;
     if (k == 0) return sums;
     const double per_sample = 1.0 / static_cast<double>(mb.size());
     nn::Tape<B> tape;
-    PolicyPass<B> pass = policy.evaluate(tape, std::span(mb.observations).subspan(begin, k),
+    auto pass = policy.evaluate(tape, std::span(mb.observations).subspan(begin, k),
                                          std::span(mb.actions).subspan(begin, k));
     const std::vector<Scalar> new_log_probs = pass.log_prob.value().to_host();
     // The clipped surrogate, as weights on the log-probability: the gradient of
@@ -194,21 +211,21 @@ MinibatchSums add_ppo_gradient(ActorCritic<B>& policy, const Minibatch& mb, std:
 /// the policy itself, the others on replicas that take the policy's weights before each
 /// step, their gradients then added to the policy's in shard order. The shards run on a
 /// thread pool's threads; the sum does not depend on how many.
-template <nn::TensorBackend B>
+template <nn::TensorBackend B, PpoPolicy<B> Policy = ActorCritic<B>>
 class ShardedGradient {
 public:
-    ShardedGradient(ActorCritic<B>& policy, std::size_t shards) : m_policy(&policy), m_params(policy.parameters()) {
+    using Input = typename Policy::Input;
+    ShardedGradient(Policy& policy, std::size_t shards) : m_policy(&policy), m_params(policy.parameters()) {
         RLFLOW_EXPECTS(shards >= 1, precondition_error, "PpoOptions::gradient_shards must be at least 1");
         for (std::size_t s = 1; s < shards; ++s) {
-            m_replicas.push_back(
-                std::make_unique<ActorCritic<B>>(policy.num_xfers(), policy.max_locations(), policy.options()));
+            m_replicas.push_back(policy.replica());
             m_replica_params.push_back(m_replicas.back()->parameters());
         }
     }
     [[nodiscard]] std::size_t shards() const noexcept { return m_replicas.size() + 1; }
 
     /// Adds the minibatch's gradient to the policy's (zero them first) and returns its sums.
-    MinibatchSums add(const Minibatch& mb, const PpoOptions& options, ThreadPool* pool = nullptr) {
+    MinibatchSums add(const BasicMinibatch<Input>& mb, const PpoOptions& options, ThreadPool* pool = nullptr) {
         for (std::vector<nn::Parameter<B>*>& params : m_replica_params)
             for (std::size_t p = 0; p < params.size(); ++p) {
                 B::copy(params[p]->value.data(), m_params[p]->value.data(), m_params[p]->value.numel());
@@ -217,8 +234,8 @@ public:
         const std::size_t n = shards(), m = mb.size();
         std::vector<MinibatchSums> sums(n);
         run_items(pool, n, [&](std::size_t s, unsigned) {
-            ActorCritic<B>& net = s == 0 ? *m_policy : *m_replicas[s - 1];
-            sums[s] = add_ppo_gradient(net, mb, s * m / n, (s + 1) * m / n, options);
+            Policy& net = s == 0 ? *m_policy : *m_replicas[s - 1];
+            sums[s] = add_ppo_gradient<B>(net, mb, s * m / n, (s + 1) * m / n, options);
         });
         MinibatchSums total;
         for (std::size_t s = 0; s < n; ++s) {
@@ -230,20 +247,22 @@ public:
     }
 
 private:
-    ActorCritic<B>* m_policy;
+    Policy* m_policy;
     std::vector<nn::Parameter<B>*> m_params;
-    std::vector<std::unique_ptr<ActorCritic<B>>> m_replicas;
+    std::vector<std::unique_ptr<Policy>> m_replicas;
     std::vector<std::vector<nn::Parameter<B>*>> m_replica_params;
 };
 
 /// A rollout's steps in one list, with their GAE advantages and returns (not normalised)
 /// and the values the policy gave them while acting.
-struct FlatRollout : Minibatch {
+template <class Obs>
+struct FlatRollout : BasicMinibatch<Obs> {
     std::vector<double> values;
 };
-[[nodiscard]] inline FlatRollout flatten(std::span<const RolloutSegment> segments, const PpoOptions& options) {
-    FlatRollout f;
-    for (const RolloutSegment& s : segments) {
+template <class Obs>
+[[nodiscard]] FlatRollout<Obs> flatten(std::span<const BasicRolloutSegment<Obs>> segments, const PpoOptions& options) {
+    FlatRollout<Obs> f;
+    for (const BasicRolloutSegment<Obs>& s : segments) {
         const GaeResult g = generalized_advantages({s.rewards, s.values, s.next_values, s.terminated, s.truncated},
                                                    options.gamma, options.lambda);
         for (std::size_t t = 0; t < s.size(); ++t) {
@@ -260,10 +279,11 @@ struct FlatRollout : Minibatch {
 
 /// One PPO update of `policy` from `segments`, its minibatch gradients computed on `pool`'s
 /// threads (none: on this one; the result is the same for any number).
-template <nn::TensorBackend B>
-UpdateStats ppo_update(ActorCritic<B>& policy, nn::Adam<B>& adam, std::span<const RolloutSegment> segments,
+template <nn::TensorBackend B, PpoPolicy<B> Policy>
+UpdateStats ppo_update(Policy& policy, nn::Adam<B>& adam, std::span<const BasicRolloutSegment<typename Policy::Input>> segments,
                        const PpoOptions& options, Rng& rng, ThreadPool* pool = nullptr) {
-    const FlatRollout flat = flatten(segments, options);
+    using Input = typename Policy::Input;
+    const FlatRollout<Input> flat = flatten(segments, options);
     const std::size_t n = flat.actions.size();
     RLFLOW_EXPECTS(n > 0 && options.minibatch_size > 0 && options.epochs > 0, precondition_error,
                    "ppo_update needs steps, a minibatch size and epochs");
@@ -275,7 +295,7 @@ UpdateStats ppo_update(ActorCritic<B>& policy, nn::Adam<B>& adam, std::span<cons
         const double sd_residual = detail::mean_and_sd(residual).sd;
         stats.explained_variance = sd_returns > 0 ? 1 - (sd_residual * sd_residual) / (sd_returns * sd_returns) : 0;
     }
-    ShardedGradient<B> gradient(policy, options.gradient_shards);
+    ShardedGradient<B, Policy> gradient(policy, options.gradient_shards);
     std::vector<std::size_t> order(n);
     std::iota(order.begin(), order.end(), std::size_t{0});
     MinibatchSums total;
@@ -288,7 +308,7 @@ UpdateStats ppo_update(ActorCritic<B>& policy, nn::Adam<B>& adam, std::span<cons
         std::size_t epoch_samples = 0;
         for (std::size_t start = 0; start < n; start += options.minibatch_size) {
             const std::size_t end = std::min(n, start + options.minibatch_size);
-            Minibatch mb;
+            BasicMinibatch<Input> mb;
             for (std::size_t i = start; i < end; ++i) {
                 mb.observations.push_back(flat.observations[order[i]]);
                 mb.actions.push_back(flat.actions[order[i]]);

@@ -1,0 +1,295 @@
+#pragma once
+/// \file
+/// Training the model-based agent (RLFlow thesis ch. 4-5; "World Models"): real
+/// experience trains the world model, and the controller trains in the world model's
+/// dream only. One iteration:
+///
+/// 1. the first time, real rollouts of a uniformly random masked agent (MbOptions::
+///    random_steps; each rewrite at its best-gain location, NO-OP with a small probability
+///    so that episodes run long, as the agents' NO-OP prior does);
+/// 2. M (with V) takes `model_updates` gradient steps on windows of stored episodes;
+/// 3. C takes PPO updates on dream rollouts until `dream_steps` dream steps;
+/// 4. C collects `collect_steps` more real steps: on each graph in turn, first an episode of
+///    its most probable actions (what the log's cost ratios report, as an evaluation that
+///    counts as real steps), then episodes with ε-uniform exploration.
+///
+/// Every real environment step is counted (real_steps(); the budget MbOptions::real_steps
+/// is never passed), apart from the dream steps. Episodes are kept in a buffer of at most
+/// `buffer_states` observations, the oldest dropped first.
+
+#include <rlflow/core/error.hpp>
+#include <rlflow/core/parallel.hpp>
+#include <rlflow/core/random.hpp>
+#include <rlflow/nn/optim.hpp>
+#include <rlflow/rl/controller.hpp>
+#include <rlflow/rl/dream.hpp>
+#include <rlflow/rl/env.hpp>
+#include <rlflow/rl/mb_agent.hpp>
+#include <rlflow/rl/ppo.hpp>
+#include <rlflow/rl/world_model.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <deque>
+#include <limits>
+#include <memory>
+#include <vector>
+
+namespace rlflow::rl {
+
+/// Every setting of model-based training.
+struct MbOptions {
+    WorldModelOptions model;
+    ControllerOptions controller;
+    EnvOptions env;
+    /// C's PPO (its rollouts are dream rollouts of dream.batch rows x dream_horizon steps).
+    PpoOptions ppo{.minibatch_size = 256, .entropy_coefficient = 0.02, .final_entropy_coefficient = 0.02};
+    DreamOptions dream;
+    /// Dream steps per row of each PPO update's rollout.
+    std::size_t dream_horizon = 16;
+    /// The budget of real environment steps, and those the random agent takes first.
+    std::size_t real_steps = 20'000;
+    std::size_t random_steps = 2'000;
+    /// Real steps C collects per iteration, and dream steps C trains on per iteration.
+    std::size_t collect_steps = 500;
+    std::size_t dream_steps = 16'384;
+    /// M's gradient steps per iteration, its windows per step, and their length.
+    std::size_t model_updates = 40;
+    std::size_t windows = 8;
+    std::size_t window_length = 8;
+    double model_learning_rate = 1e-3;
+    double model_max_grad_norm = 1.0;
+    /// The random agent's probability of NO-OP, and C's exploration while collecting.
+    double random_noop = 0.01;
+    double exploration = 0.1;
+    /// The most observations the episode buffer keeps.
+    std::size_t buffer_states = 4'096;
+    std::uint64_t seed = 0;
+};
+
+/// What an iteration did.
+struct MbLog {
+    std::size_t iteration = 0;
+    std::size_t real_steps = 0;
+    std::size_t dream_steps = 0;
+    std::size_t episodes = 0;
+    WorldModelLosses model;
+    UpdateStats controller;
+    DreamStats dream;
+    /// Per training graph: the cost ratio of C's last greedy real episode, and the best
+    /// ratio any real episode reached (NaN until one ends).
+    std::vector<double> final_cost_ratio;
+    std::vector<double> best_cost_ratio;
+    double model_seconds = 0;
+    double dream_seconds = 0;
+    double real_seconds = 0;
+};
+
+template <nn::TensorBackend B, cost::CostBackend C>
+class MbTrainer {
+public:
+    MbTrainer(std::vector<Graph> graphs, std::shared_ptr<const rewrite::RuleSet> rules, cost::CostModel<C>& costs, MbOptions options,
+              unsigned jobs = 1, const GraphMeasure& measure = {})
+        : m_options(options), m_graphs(std::move(graphs)), m_pool(std::make_unique<ThreadPool>(jobs)),
+          m_model(static_cast<std::uint32_t>(rules->size()), options.model),
+          m_controller(static_cast<std::uint32_t>(rules->size()), options.model.latent, options.model.lstm_hidden, options.controller),
+          m_model_adam(m_model.parameters(), nn::AdamOptions{.learning_rate = nn::LearningRateSchedule::constant(options.model_learning_rate)}),
+          m_controller_adam(m_controller.parameters(), nn::AdamOptions{.learning_rate = nn::LearningRateSchedule::constant(options.ppo.learning_rate)}),
+          m_agent(m_model, m_controller, static_cast<std::uint32_t>(options.env.max_locations)),
+          m_dream(m_model, m_controller, dream_options(options)), m_rng(options.seed),
+          m_final(m_graphs.size(), std::numeric_limits<double>::quiet_NaN()), m_best(m_graphs.size(), std::numeric_limits<double>::quiet_NaN()) {
+        RLFLOW_EXPECTS(!m_graphs.empty() && options.window_length > 0 && options.windows > 0 && options.dream_horizon > 0, precondition_error,
+                       "MbTrainer needs graphs, windows and a dream horizon");
+        m_envs.reserve(m_graphs.size());
+        for (const Graph& g : m_graphs) {
+            m_envs.emplace_back(rules, costs, options.env);
+            m_envs.back().measure_with(measure);
+            m_starts.push_back(m_envs.back().reset(g));
+        }
+    }
+    MbTrainer(const MbTrainer&) = delete;
+    MbTrainer& operator=(const MbTrainer&) = delete;
+
+    [[nodiscard]] bool done() const noexcept { return m_real_steps >= m_options.real_steps; }
+    [[nodiscard]] std::size_t real_steps() const noexcept { return m_real_steps; }
+    [[nodiscard]] std::size_t dream_steps() const noexcept { return m_dream_steps; }
+    [[nodiscard]] std::size_t episodes() const noexcept { return m_episodes; }
+    [[nodiscard]] WorldModel<B>& model() noexcept { return m_model; }
+    [[nodiscard]] Controller<B>& controller() noexcept { return m_controller; }
+    [[nodiscard]] const std::deque<RealEpisode>& buffer() const noexcept { return m_buffer; }
+    [[nodiscard]] const MbOptions& options() const noexcept { return m_options; }
+
+    /// One iteration (the file comment's steps 1-4).
+    MbLog iterate() {
+        MbLog log;
+        using clock = std::chrono::steady_clock;
+        auto start = clock::now();
+        if (m_real_steps == 0) collect(std::min(m_options.random_steps, m_options.real_steps), true);
+        log.real_seconds += std::chrono::duration<double>(clock::now() - start).count();
+        start = clock::now();
+        log.model = train_model();
+        log.model_seconds = std::chrono::duration<double>(clock::now() - start).count();
+        start = clock::now();
+        log.controller = train_controller(log.dream);
+        log.dream_seconds = std::chrono::duration<double>(clock::now() - start).count();
+        start = clock::now();
+        if (!done()) collect(std::min(m_options.collect_steps, m_options.real_steps - m_real_steps), false);
+        log.real_seconds += std::chrono::duration<double>(clock::now() - start).count();
+        log.iteration = ++m_iterations;
+        log.real_steps = m_real_steps;
+        log.dream_steps = m_dream_steps;
+        log.episodes = m_episodes;
+        log.final_cost_ratio = m_final;
+        log.best_cost_ratio = m_best;
+        return log;
+    }
+
+    /// `steps` real steps, by the random agent or by C; episodes go to the buffer. C's
+    /// first episode on each graph is greedy and unexplored.
+    void collect(std::size_t steps, bool random) {
+        m_agent.refresh();
+        std::vector<char> evaluated(m_envs.size(), random ? 1 : 0);
+        std::size_t taken = 0;
+        while (taken < steps) {
+            const std::size_t g = m_turn++ % m_envs.size();
+            const bool greedy = !evaluated[g];
+            evaluated[g] = 1;
+            m_agent.set_exploration(greedy ? 0.0 : m_options.exploration);
+            GraphEnv<C>& env = m_envs[g];
+            RealEpisode episode;
+            episode.states.push_back(env.reset(m_graphs[g]));
+            m_agent.begin_episode();
+            bool ended = false;
+            while (taken < steps && !ended) {
+                const Observation* one[] = {&episode.states.back()};
+                const Action a = random ? random_action(*one[0]) : m_agent.act(one, m_rng, greedy).actions[0];
+                StepResult r = env.step(a);
+                ++taken;
+                ++m_real_steps;
+                episode.actions.push_back(a);
+                episode.rewards.push_back(r.reward);
+                episode.dones.push_back(r.terminated ? 1 : 0);
+                episode.states.push_back(std::move(r.observation));
+                ended = r.terminated || r.truncated;
+            }
+            if (ended) {
+                ++m_episodes;
+                const double ratio = env.cost_ms() / env.initial_cost_ms();
+                if (greedy) m_final[g] = ratio;
+                if (!(m_best[g] <= ratio)) m_best[g] = ratio;
+            }
+            store(std::move(episode));
+        }
+    }
+
+private:
+    [[nodiscard]] static DreamOptions dream_options(const MbOptions& o) {
+        DreamOptions d = o.dream;
+        d.step_limit = o.env.step_limit;
+        return d;
+    }
+
+    /// The uniformly random masked agent: NO-OP with probability random_noop (always when
+    /// nothing else applies), else a valid xfer drawn uniformly, at its best-gain location.
+    [[nodiscard]] Action random_action(const Observation& o) {
+        std::vector<std::uint32_t> valid;
+        for (std::uint32_t x = 0; x < o.num_xfers; ++x)
+            if (o.xfer_mask[x] != 0) valid.push_back(x);
+        if (valid.empty() || m_rng.uniform() < m_options.random_noop) return {o.num_xfers, 0};
+        const std::uint32_t x = valid[m_rng.next() % valid.size()];
+        return {x, best_location(o, x)};
+    }
+
+    void store(RealEpisode episode) {
+        if (episode.size() == 0) return;
+        m_stored_states += episode.states.size();
+        m_buffer.push_back(std::move(episode));
+        while (m_buffer.size() > 1 && m_stored_states > m_options.buffer_states) {
+            m_stored_states -= m_buffer.front().states.size();
+            m_buffer.pop_front();
+        }
+    }
+
+    /// M's gradient steps on random windows (half of them from an episode's start, where
+    /// dream episodes start with h = 0).
+    WorldModelLosses train_model() {
+        WorldModelLosses mean;
+        for (std::size_t u = 0; u < m_options.model_updates; ++u) {
+            std::vector<EpisodeWindow> windows;
+            for (std::size_t w = 0; w < m_options.windows; ++w) {
+                const RealEpisode& e = m_buffer[m_rng.next() % m_buffer.size()];
+                const std::size_t offset = m_rng.uniform() < 0.5 ? 0 : m_rng.next() % e.size();
+                windows.push_back({&e, offset, std::min(m_options.window_length, e.size() - offset)});
+            }
+            m_model_adam.zero_grad();
+            const WorldModelLosses l = m_model.add_gradient(std::move(windows));
+            m_model_adam.step(m_options.model_max_grad_norm);
+            m_model.update_target(m_options.model.target_rate);
+            const double k = 1.0 / static_cast<double>(u + 1);  // running means
+            for (auto [into, x] : {std::pair{&mean.nll_per_dim, l.nll_per_dim}, {&mean.reward, l.reward}, {&mean.done, l.done},
+                                   {&mean.mask, l.mask}, {&mean.gains, l.gains}, {&mean.summary, l.summary}, {&mean.spread, l.spread}, {&mean.total, l.total}})
+                *into += (x - *into) * k;
+            mean.steps += l.steps;
+        }
+        return mean;
+    }
+
+    /// Where dream episodes start: V's z of each training graph, with its real gains and mask.
+    [[nodiscard]] std::vector<DreamStart> dream_starts() {
+        std::vector<DreamStart> starts;
+        nn::Tape<B> tape;
+        nn::NoGrad<B> no_grad(tape);
+        std::vector<const Observation*> observations;
+        for (const Observation& o : m_starts) observations.push_back(&o);
+        const std::vector<typename B::Scalar> z = m_model.encode(tape, observations).z.value().to_host();
+        const auto latent = static_cast<std::size_t>(m_options.model.latent);
+        for (std::size_t i = 0; i < m_starts.size(); ++i)
+            starts.push_back({std::vector<float>(z.begin() + static_cast<std::ptrdiff_t>(i * latent),
+                                                 z.begin() + static_cast<std::ptrdiff_t>((i + 1) * latent)),
+                              xfer_best_gains(m_starts[i]), m_starts[i].xfer_mask});
+        return starts;
+    }
+
+    /// PPO updates of C on dream rollouts until dream_steps steps.
+    UpdateStats train_controller(DreamStats& dream) {
+        const std::vector<DreamStart> starts = dream_starts();
+        UpdateStats last;
+        std::size_t steps = 0;
+        while (steps < m_options.dream_steps) {
+            m_dream.refresh(m_model, m_controller);
+            DreamStats s;
+            const auto segments = m_dream.collect(starts, m_options.dream_horizon, m_rng, s);
+            last = ppo_update(m_controller, m_controller_adam, std::span<const BasicRolloutSegment<DreamInput>>(segments), m_options.ppo,
+                              m_rng, m_pool.get());
+            steps += s.steps;
+            dream = s;
+        }
+        dream.steps = steps;
+        m_dream_steps += steps;
+        return last;
+    }
+
+    MbOptions m_options;
+    std::vector<Graph> m_graphs;
+    std::unique_ptr<ThreadPool> m_pool;
+    WorldModel<B> m_model;
+    Controller<B> m_controller;
+    nn::Adam<B> m_model_adam;
+    nn::Adam<B> m_controller_adam;
+    ModelBasedAgent<B> m_agent;
+    Dream m_dream;
+    Rng m_rng;
+    std::vector<GraphEnv<C>> m_envs;
+    std::vector<Observation> m_starts;
+    std::deque<RealEpisode> m_buffer;
+    std::size_t m_stored_states = 0;
+    std::size_t m_real_steps = 0;
+    std::size_t m_dream_steps = 0;
+    std::size_t m_episodes = 0;
+    std::size_t m_iterations = 0;
+    std::size_t m_turn = 0;
+    std::vector<double> m_final;
+    std::vector<double> m_best;
+};
+
+}  // namespace rlflow::rl

@@ -1,0 +1,224 @@
+// The model-based agent: the world model learns deterministic transitions and keeps the
+// latents of different graphs apart, the dream keeps to M's masks, the trainer counts
+// every real step, and an agent directory round trip gives identical actions.
+#include <rlflow/cost/analytic.hpp>
+#include <rlflow/nn/backend/eigen.hpp>
+#include <rlflow/rl/action_space.hpp>
+#include <rlflow/rl/agent_search.hpp>
+#include <rlflow/rl/dream.hpp>
+#include <rlflow/rl/mb_agent.hpp>
+#include <rlflow/rl/mb_agent_file.hpp>
+#include <rlflow/rl/mb_trainer.hpp>
+#include <rlflow/rl/world_model.hpp>
+
+#include "small_graphs.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <vector>
+
+using namespace rlflow;
+using Float = nn::backend::Eigen;
+using rlflow::test::builtin;
+using rlflow::test::conv_chain;
+using rlflow::test::two_branches;
+using Analytic = cost::AnalyticBackend;
+
+namespace {
+
+/// Small sizes that train in seconds.
+rl::MbOptions small_options(std::uint64_t seed) {
+    rl::MbOptions o;
+    o.model = {.latent = 4, .encoder_latent = 16, .message_passing_steps = 1, .lstm_hidden = 32, .components = 3,
+               .action_embedding = 8, .summary = 4, .head_hidden = 32, .target_rate = 0.05, .spread_floor = 0.2, .seed = seed};
+    o.controller = {.hidden = 32, .gain_hidden = 8, .noop_logit = -4.6, .seed = seed};
+    o.env.step_limit = 8;
+    o.dream = {.temperature = 1.0, .step_limit = 8, .batch = 8};
+    o.dream_horizon = 4;
+    o.dream_steps = 64;
+    o.ppo.minibatch_size = 16;
+    o.real_steps = 37;
+    o.random_steps = 20;
+    o.collect_steps = 10;
+    o.model_updates = 2;
+    o.windows = 4;
+    o.window_length = 4;
+    o.seed = seed;
+    return o;
+}
+
+/// An episode of `env` from `graph`: the first valid xfer at its best location, `steps`
+/// times (or until nothing applies), then NO-OP. Deterministic.
+rl::RealEpisode scripted_episode(rl::GraphEnv<Analytic>& env, const Graph& graph, std::size_t steps) {
+    rl::RealEpisode e;
+    e.states.push_back(env.reset(graph));
+    for (std::size_t t = 0; t <= steps; ++t) {
+        const rl::Observation& o = e.states.back();
+        rl::Action a{o.num_xfers, 0};
+        for (std::uint32_t x = 0; x < o.num_xfers && t < steps; ++x)
+            if (o.xfer_mask[x] != 0) {
+                a = {x, rl::best_location(o, x)};
+                break;
+            }
+        rl::StepResult r = env.step(a);
+        e.actions.push_back(a);
+        e.rewards.push_back(r.reward);
+        e.dones.push_back(r.terminated ? 1 : 0);
+        e.states.push_back(std::move(r.observation));
+        if (r.terminated || r.truncated) break;
+    }
+    return e;
+}
+
+}  // namespace
+
+TEST_CASE("the world model learns deterministic transitions, and the latents of different graphs stay apart") {
+    auto costs = cost::CostModel<Analytic>{Analytic::preset("cpu")};
+    rl::GraphEnv<Analytic> env(builtin(), costs, {.step_limit = 8});
+    const std::vector<rl::RealEpisode> episodes{scripted_episode(env, two_branches(), 3), scripted_episode(env, conv_chain(3), 3)};
+    const rl::MbOptions o = small_options(7);
+    rl::WorldModel<Float> model(env.num_xfers(), o.model);
+    nn::Adam<Float> adam(model.parameters(), nn::AdamOptions{.learning_rate = nn::LearningRateSchedule::constant(3e-3)});
+    const rl::Observation* starts[] = {&episodes[0].states[0], &episodes[1].states[0]};
+    const auto distance = [&] {
+        nn::Tape<Float> tape;
+        nn::NoGrad<Float> no_grad(tape);
+        const std::vector<float> z = model.encode(tape, starts).z.value().to_host();
+        double d = 0;
+        for (std::size_t i = 0; i < 4; ++i) d += (z[i] - z[4 + i]) * (z[i] - z[4 + i]);
+        return std::sqrt(d);
+    };
+    constexpr double apart = 0.5;  // of a latent in (-1, 1)^4
+    constexpr int steps = 1000, warm_up = 150, check_every = 25;
+    rl::WorldModelLosses first, last;
+    double closest = std::numeric_limits<double>::infinity();
+    for (int step = 0; step < steps; ++step) {
+        std::vector<rl::EpisodeWindow> windows;
+        for (const rl::RealEpisode& e : episodes) windows.push_back({&e, 0, e.size()});
+        adam.zero_grad();
+        last = model.add_gradient(windows);
+        adam.step(1.0);
+        model.update_target(o.model.target_rate);
+        if (step == 0) first = last;
+        // An untrained encoder maps the two similar graphs close together; once M's heads
+        // have shaped it (warm_up steps), they must stay apart.
+        if (step >= warm_up && step % check_every == 0) closest = std::min(closest, distance());
+    }
+    MESSAGE("nll/dim " << first.nll_per_dim << " -> " << last.nll_per_dim << ", reward " << first.reward << " -> " << last.reward
+                       << ", done " << first.done << " -> " << last.done << ", mask " << first.mask << " -> " << last.mask
+                       << ", closest z distance " << closest);
+    CHECK(last.steps == episodes[0].size() + episodes[1].size());
+    // Deterministic targets: the mixture narrows well below a unit Gaussian's 1.42 nats.
+    CHECK(last.nll_per_dim < -1.0);
+    CHECK(last.reward < 0.01);
+    CHECK(last.done < 0.05);
+    CHECK(last.mask < 0.05);
+    CHECK(last.gains < 0.1);
+    CHECK(last.spread < 0.01);
+    CHECK(last.total < first.total);
+    CHECK(closest > apart);
+}
+
+TEST_CASE("the dream chooses only what M's masks allow, and its segments are PPO's") {
+    auto costs = cost::CostModel<Analytic>{Analytic::preset("cpu")};
+    rl::GraphEnv<Analytic> env(builtin(), costs, {.step_limit = 8});
+    const rl::Observation start = env.reset(two_branches());
+    const rl::MbOptions o = small_options(3);
+    rl::WorldModel<Float> model(env.num_xfers(), o.model);
+    rl::Controller<Float> controller(env.num_xfers(), o.model.latent, o.model.lstm_hidden, o.controller);
+    rl::Dream dream(model, controller, o.dream);
+    const std::vector<rl::DreamStart> starts{{std::vector<float>(4, 0.1f), rl::xfer_best_gains(start), start.xfer_mask}};
+    Rng rng(11);
+    rl::DreamStats stats;
+    const auto segments = dream.collect(starts, 12, rng, stats);
+    REQUIRE(segments.size() == o.dream.batch);
+    CHECK(stats.steps == 12 * o.dream.batch);
+    std::size_t masked = 0, steps = 0;
+    for (const auto& s : segments) {
+        REQUIRE(s.size() == 12);
+        for (std::size_t t = 0; t < s.size(); ++t) {
+            const rl::DreamInput& in = s.observations[t];
+            CHECK(in.mask.at(s.actions[t].xfer) == 1);
+            CHECK(in.mask.back() == 1);
+            masked += static_cast<std::size_t>(std::count(in.mask.begin(), in.mask.end(), 0));
+            ++steps;
+            if (s.actions[t].xfer == env.num_xfers()) CHECK(s.terminated[t] == 1);
+            CHECK(std::isfinite(s.rewards[t]));
+        }
+    }
+    // M's untrained mask head forbids some xfers: the check above is not vacuous.
+    CHECK(masked > 0);
+    // PPO takes the dream's segments as they are.
+    Rng update_rng(1);
+    nn::Adam<Float> adam(controller.parameters());
+    const rl::UpdateStats u = rl::ppo_update(controller, adam, std::span<const rl::BasicRolloutSegment<rl::DreamInput>>(segments),
+                                             rl::PpoOptions{.minibatch_size = 32}, update_rng);
+    CHECK(u.gradient_steps > 0);
+    CHECK(u.first_log_prob_gap < 1e-4);  // the frozen controller's log-probabilities are the tape's
+}
+
+TEST_CASE("model-based training counts every real step, and an agent directory round trip gives identical actions") {
+    auto costs = cost::CostModel<Analytic>{Analytic::preset("cpu")};
+    std::size_t measured = 0;
+    const rl::GraphMeasure count = [&](const Graph& g) {
+        ++measured;
+        return costs.graph_cost(g);
+    };
+    const rl::MbOptions o = small_options(5);
+    rl::MbTrainer<Float, Analytic> trainer({two_branches(), conv_chain(3)}, builtin(), costs, o, 1, count);
+    std::size_t iterations = 0;
+    while (!trainer.done()) {
+        const rl::MbLog log = trainer.iterate();
+        ++iterations;
+        CHECK(log.real_steps == trainer.real_steps());
+        CHECK(log.dream_steps >= iterations * o.dream_steps);
+        CHECK(std::isfinite(log.model.total));
+    }
+    CHECK(trainer.real_steps() == o.real_steps);
+    CHECK(iterations == 2);  // 20 random steps and 10 by the controller, then 7 more
+    std::size_t stored = 0, rewrites = 0;
+    for (const rl::RealEpisode& e : trainer.buffer()) {
+        stored += e.size();
+        for (const rl::Action& a : e.actions) rewrites += a.xfer < builtin()->size() ? 1 : 0;
+    }
+    CHECK(stored == o.real_steps);
+    // The measure runs at each reset (2 at construction, one per stored episode) and after each rewrite.
+    CHECK(measured == 2 + trainer.buffer().size() + rewrites);
+
+    const std::filesystem::path dir = std::filesystem::temp_directory_path() / "rlflow_mb_agent_test";
+    std::filesystem::remove_all(dir);
+    rl::MbAgentState state;
+    state.rules = rl::rule_names(*builtin());
+    state.model = o.model;
+    state.controller = o.controller;
+    state.env = o.env;
+    state.real_steps = trainer.real_steps();
+    rl::save_mb_agent(dir, state, trainer.model(), trainer.controller());
+    const rl::MbAgentState read = rl::read_mb_agent_state(dir);
+    CHECK(read.model == o.model);
+    CHECK(read.controller == o.controller);
+    CHECK(read.real_steps == o.real_steps);
+    rl::LoadedMbAgent<Float> loaded(read, dir);
+    const auto max_locations = static_cast<std::uint32_t>(o.env.max_locations);
+    rl::ModelBasedAgent<Float> original(trainer.model(), trainer.controller(), max_locations);
+    rl::ModelBasedAgent<Float> restored(loaded.model, loaded.controller, max_locations);
+    rl::AgentSearchOptions search;
+    search.env = o.env;
+    search.samples = 2;
+    search.search.budget = 100;
+    const search::SearchResult a = rl::agent_search(two_branches(), builtin(), costs, original, search);
+    const search::SearchResult b = rl::agent_search(two_branches(), builtin(), costs, restored, search);
+    CHECK(a.sequence == b.sequence);
+    CHECK(a.expansions == b.expansions);
+    CHECK(a.best_cost_ms == b.best_cost_ms);
+    // A torn pair is refused.
+    std::ofstream(dir / "weights.ckpt", std::ios::app) << "x";
+    CHECK_THROWS_AS((void)rl::read_mb_agent_state(dir), checkpoint_error);
+    std::filesystem::remove_all(dir);
+}
