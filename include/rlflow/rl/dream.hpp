@@ -6,8 +6,8 @@
 ///
 /// 1. C chooses an xfer from [z, h] and the gains, among those the mask allows;
 /// 2. NO-OP ends the episode with reward 0; any other xfer is embedded, its location
-///    summary guessed from [z, h, embedding], and M's LSTM advances on [z, embedding,
-///    summary];
+///    summary made of a projection guessed from [z, h, embedding] and the xfer's gain, and
+///    M's LSTM advances on [z, embedding, summary];
 /// 3. from the new h: z' ~ the mixture at temperature τ (logits / τ, noise × √τ), the
 ///    reward (symexp of the reward head), done ~ Bernoulli(σ(done head)), the next mask
 ///    (σ(mask head) > 1/2 per xfer; NO-OP always allowed) and the next gains (the gains
@@ -93,7 +93,7 @@ public:
         m_input << z, embedded, summary;
         m_rnn.step(m_input, h, c);
     }
-    /// The dream's summary guess from [z, h, embedding].
+    /// The dream's guess of a summary's projection from [z, h, embedding].
     void guess_summary(const nn::HostMatrix& z, const nn::HostMatrix& h, const nn::HostMatrix& embedded, nn::HostMatrix& out) {
         m_input.resize(z.rows(), z.cols() + h.cols() + embedded.cols());
         m_input << z, h, embedded;
@@ -211,7 +211,7 @@ inline std::vector<BasicRolloutSegment<DreamInput>> Dream::collect(std::span<con
     m_return.assign(m_options.batch, 0);
     for (std::size_t r = 0; r < m_options.batch; ++r) restart(r, starts, rng);
     std::vector<BasicRolloutSegment<DreamInput>> segments(m_options.batch);
-    nn::HostMatrix zh, logits, values, embedded, summary;
+    nn::HostMatrix zh, logits, values, embedded, guessed, summary;
     FrozenWorldModel::Prediction p;
     std::vector<std::uint32_t> xfers(m_options.batch);
     double returns = 0, lengths = 0;
@@ -233,7 +233,11 @@ inline std::vector<BasicRolloutSegment<DreamInput>> Dream::collect(std::span<con
             s.values.push_back(values(row, 0));
         }
         m_model.embed(xfers, embedded);
-        m_model.guess_summary(m_z, m_h, embedded, summary);
+        m_model.guess_summary(m_z, m_h, embedded, guessed);
+        summary.resize(n, guessed.cols() + 1);
+        summary.leftCols(guessed.cols()) = guessed;
+        for (std::size_t r = 0; r < m_options.batch; ++r)
+            summary(static_cast<std::int64_t>(r), guessed.cols()) = xfers[r] < noop ? m_gains(static_cast<std::int64_t>(r), xfers[r]) : 0.0f;
         m_model.advance(m_z, embedded, summary, m_h, m_c);
         m_model.predict(m_h, m_options.temperature, rng, p);
         for (std::size_t r = 0; r < m_options.batch; ++r) {

@@ -7,7 +7,8 @@
 /// 1. the first time, real rollouts of a uniformly random masked agent (MbOptions::
 ///    random_steps; each rewrite at its best-gain location, NO-OP with a small probability
 ///    so that episodes run long, as the agents' NO-OP prior does);
-/// 2. M (with V) takes `model_updates` gradient steps on windows of stored episodes;
+/// 2. M (with V) takes `model_updates` gradient steps on windows of stored episodes (more
+///    if the new real steps need them, MbOptions::model_visits);
 /// 3. C takes PPO updates on dream rollouts until `dream_steps` dream steps;
 /// 4. C collects `collect_steps` more real steps: on each graph in turn, first an episode of
 ///    its most probable actions (what the log's cost ratios report, as an evaluation that
@@ -28,6 +29,7 @@
 #include <rlflow/rl/ppo.hpp>
 #include <rlflow/rl/world_model.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <deque>
@@ -55,6 +57,8 @@ struct MbOptions {
     std::size_t dream_steps = 16'384;
     /// M's gradient steps per iteration, its windows per step, and their length.
     std::size_t model_updates = 40;
+    /// The least number of times M sees each new real transition on average, in windows.
+    std::size_t model_visits = 2;
     std::size_t windows = 8;
     std::size_t window_length = 8;
     double model_learning_rate = 1e-3;
@@ -127,7 +131,8 @@ public:
         if (m_real_steps == 0) collect(std::min(m_options.random_steps, m_options.real_steps), true);
         log.real_seconds += std::chrono::duration<double>(clock::now() - start).count();
         start = clock::now();
-        log.model = train_model();
+        log.model = train_model(m_real_steps - m_trained_on);
+        m_trained_on = m_real_steps;
         log.model_seconds = std::chrono::duration<double>(clock::now() - start).count();
         start = clock::now();
         log.controller = train_controller(log.dream);
@@ -211,10 +216,13 @@ private:
     }
 
     /// M's gradient steps on random windows (half of them from an episode's start, where
-    /// dream episodes start with h = 0).
-    WorldModelLosses train_model() {
+    /// dream episodes start with h = 0): model_updates, or more when `new_steps` new real
+    /// steps need them to be visited model_visits times each on average.
+    WorldModelLosses train_model(std::size_t new_steps) {
         WorldModelLosses mean;
-        for (std::size_t u = 0; u < m_options.model_updates; ++u) {
+        const std::size_t per_update = m_options.windows * m_options.window_length;
+        const std::size_t updates = std::max(m_options.model_updates, (m_options.model_visits * new_steps + per_update - 1) / per_update);
+        for (std::size_t u = 0; u < updates; ++u) {
             std::vector<EpisodeWindow> windows;
             for (std::size_t w = 0; w < m_options.windows; ++w) {
                 const RealEpisode& e = m_buffer[m_rng.next() % m_buffer.size()];
@@ -284,6 +292,8 @@ private:
     std::deque<RealEpisode> m_buffer;
     std::size_t m_stored_states = 0;
     std::size_t m_real_steps = 0;
+    /// Real steps when M last trained.
+    std::size_t m_trained_on = 0;
     std::size_t m_dream_steps = 0;
     std::size_t m_episodes = 0;
     std::size_t m_iterations = 0;

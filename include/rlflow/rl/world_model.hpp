@@ -16,14 +16,17 @@
 ///   batch's states at least `spread_floor`.
 /// - **Actions are embedded**, not fed as integers: a learned xfer embedding plus a
 ///   summary of the chosen location (the mean latent of the nodes it matched and its
-///   one-step gain, projected to `summary` dims).
+///   one-step gain: `summary` projected dims and the gain).
 /// - **Locations.** The dream has no nodes. Both agents' location rule is the same: an
 ///   xfer is applied at its location of largest one-step gain (rl/observation.hpp's
 ///   best_location), the location greedy search takes. The controller chooses *which*
 ///   rewrite, the sequencing that needs lookahead and that a model can predict; M learns
 ///   the transitions of that rule. In the real environment M reads the real location
-///   summary; in the dream, where no location exists, M reads a summary that a head
-///   predicts from [z, h, xfer embedding], trained to regress the real one.
+///   summary; in the dream, where no location exists, the summary's gain is the xfer's
+///   gain as M predicted it (at the best location the two are the same), and its
+///   projection of the nodes is guessed by a head from [z, h, xfer embedding], trained to
+///   regress the real one.
+/// - **Done** is what ends a real episode: NO-OP, or a state where nothing but NO-OP applies.
 /// - **The reward is the cost change**, as the environment gives it, regressed on the
 ///   symlog scale (DreamerV3) so that rare large gains do not swamp the small ones.
 ///
@@ -73,6 +76,8 @@ struct WorldModelOptions {
     /// The least standard deviation of each z dimension over a batch's states (the
     /// variance floor's hinge), of z in (-1, 1).
     double spread_floor = 0.2;
+    /// The hinge's weight in M's loss.
+    double spread_weight = 10;
     /// Seed of the initial weights.
     std::uint64_t seed = 0;
     friend bool operator==(const WorldModelOptions&, const WorldModelOptions&) = default;
@@ -108,7 +113,7 @@ struct WorldModelLosses {
     double mask = 0;
     double gains = 0;
     double summary = 0;
-    /// The variance floor's hinge, mean over z's dimensions (0 when every dimension spreads).
+    /// The variance floor's weighted hinge, mean over z's dimensions (0 when every dimension spreads).
     double spread = 0;
     double total = 0;
     std::size_t steps = 0;
@@ -142,9 +147,9 @@ public:
         m_encoder = nn::GraphNetwork<B>("wm.encoder", gn, rng);
         m_z = nn::Linear<B>("wm.z", o.encoder_latent, o.latent, rng, 1.0);
         m_embedding = nn::Parameter<B>("wm.xfer_embedding", nn::orthogonal<B>(Shape{num_xfers + std::int64_t{1}, o.action_embedding}, 1.0, rng));
-        m_summary = nn::Linear<B>("wm.summary", o.encoder_latent + 1, o.summary, rng, 1.0);
+        m_summary = nn::Linear<B>("wm.summary", o.encoder_latent, o.summary, rng, 1.0);
         m_summary_guess = nn::Mlp<B>("wm.summary_guess", {.sizes = {o.latent + o.lstm_hidden + o.action_embedding, o.head_hidden, o.summary}, .output_gain = 1.0}, rng);
-        m_rnn = nn::LstmCell<B>("wm.rnn", o.latent + o.action_embedding + o.summary, rng, o.lstm_hidden);
+        m_rnn = nn::LstmCell<B>("wm.rnn", o.latent + o.action_embedding + o.summary + 1, rng, o.lstm_hidden);
         m_mdn = nn::MdnHead<B>("wm.mdn", o.lstm_hidden, o.latent, rng, o.components);
         const auto head = [&](const std::string& name, std::int64_t out) {
             return nn::Mlp<B>(name, {.sizes = {o.lstm_hidden, o.head_hidden, out}, .output_gain = 1.0}, rng);
@@ -210,9 +215,12 @@ public:
         return encode_with(tape, observations, m_target_encoder, m_target_z).z.value();
     }
 
-    /// The location summaries (rows, summary) of `actions` taken at observations
-    /// `rows` of `encoding` (whose observations are `observations`); NO-OP rows read a
-    /// zero input.
+    /// The location summaries (rows, summary + 1) of `actions` taken at observations
+    /// `rows` of `encoding` (whose observations are `observations`): a projection of the
+    /// mean node latent of the location, then its scaled one-step gain. NO-OP rows read a
+    /// zero input and a gain of 0. At an xfer's best location the gain is the xfer's entry
+    /// of xfer_best_gains, which the dream knows (M predicts the gains), so only the
+    /// projection is guessed there.
     [[nodiscard]] nn::Var<B> location_summary(nn::Tape<B>& tape, const Encoding& encoding, std::span<const Observation* const> observations,
                                               std::span<const std::int32_t> rows, std::span<const Action> actions, IndexStore& store) {
         std::vector<std::int32_t> member_node, member_location, padded;
@@ -224,6 +232,7 @@ public:
             const Action a = actions[j];
             if (a.xfer >= m_num_xfers) {
                 padded.push_back(-1);
+                gains.push_back(Scalar(0));
                 continue;
             }
             for (const std::int32_t n : o.location(a.xfer, a.location)) {
@@ -235,20 +244,20 @@ public:
         }
         for (std::int32_t& p : padded)
             if (p < 0) p = k;  // the zero row
-        const std::int64_t width = m_options.encoder_latent + 1;
-        nn::Var<B> features = tape.constant(nn::Tensor<B>(Shape{1, width}));
+        nn::Var<B> features = tape.constant(nn::Tensor<B>(Shape{1, m_options.encoder_latent}));
         if (k > 0) {
             const nn::Indices<B>& nodes = store.emplace_back(std::move(member_node), encoding.batch->num_nodes());
             const nn::Indices<B>& members = store.emplace_back(std::move(member_location), k);
-            const nn::Var<B> pooled = segment_mean(gather(encoding.latents.nodes, nodes), members);
-            const nn::Var<B> gain = tape.constant(nn::Tensor<B>::from_host(Shape{k, 1}, std::span<const Scalar>(gains)));
-            features = nn::concat<B>({nn::concat<B>({pooled, gain}, 1), features}, 0);
+            features = nn::concat<B>({segment_mean(gather(encoding.latents.nodes, nodes), members), features}, 0);
         }
         const nn::Indices<B>& pad = store.emplace_back(std::move(padded), k + 1);
-        return tanh(m_summary(tape, gather(features, pad)));
+        const auto n = static_cast<std::int64_t>(rows.size());
+        const nn::Var<B> gain = tape.constant(nn::Tensor<B>::from_host(Shape{n, 1}, std::span<const Scalar>(gains)));
+        return nn::concat<B>({tanh(m_summary(tape, gather(features, pad))), gain}, 1);
     }
 
-    /// The dream's location summary: guessed from [z, h, xfer embedding], (rows, summary).
+    /// The dream's guess of a location summary's projection (location_summary's first
+    /// `summary` columns) from [z, h, xfer embedding], (rows, summary).
     [[nodiscard]] nn::Var<B> guess_summary(nn::Tape<B>& tape, nn::Var<B> z, nn::Var<B> h, nn::Var<B> embedded) {
         return tanh(m_summary_guess(tape, nn::concat<B>({z, h, embedded}, 1)));
     }
@@ -294,14 +303,14 @@ private:
         return e;
     }
 
-    /// mean_d max(0, spread_floor - sd_d(z)) over the rows of z (batch, latent).
+    /// spread_weight x mean_d max(0, spread_floor - sd_d(z)) over the rows of z (batch, latent).
     [[nodiscard]] nn::Var<B> spread_hinge(nn::Tape<B>& tape, nn::Var<B> z) const {
         constexpr double variance_epsilon = 1e-4;  // keeps the square root's gradient finite
         const nn::Var<B> centred = sub(z, mean(z, 0));
         const nn::Var<B> variance = mean(square(centred), 0);
         const nn::Var<B> epsilon = tape.constant(nn::Tensor<B>::scalar(static_cast<Scalar>(variance_epsilon)));
         const nn::Var<B> floor = tape.constant(nn::Tensor<B>::scalar(static_cast<Scalar>(m_options.spread_floor)));
-        return mean(relu(sub(floor, sqrt(add(variance, epsilon)))));
+        return scale(mean(relu(sub(floor, sqrt(add(variance, epsilon))))), static_cast<Scalar>(m_options.spread_weight));
     }
 
     /// Per-step targets of a prefix of windows: what the heads are fitted to.
@@ -341,7 +350,11 @@ auto WorldModel<B>::targets_at(std::span<const EpisodeWindow> windows, std::size
         const std::size_t step = w.offset + t;
         const Observation& next = w.episode->states[step + 1];
         out.reward.push_back(static_cast<Scalar>(symlog(w.episode->rewards[step])));
-        out.done.push_back(static_cast<Scalar>(w.episode->dones[step]));
+        // Done: the episode ended (NO-OP), or the step left nothing but NO-OP to do. Episodes
+        // of this environment end no other way, so a dream that samples done elsewhere ends
+        // its episodes where no real one would.
+        const bool stuck = std::none_of(next.xfer_mask.begin(), next.xfer_mask.end() - 1, [](std::uint8_t m) { return m != 0; });
+        out.done.push_back(static_cast<Scalar>(w.episode->dones[step] != 0 || stuck ? 1 : 0));
         for (std::uint32_t x = 0; x < m_num_xfers; ++x) out.mask.push_back(static_cast<Scalar>(next.xfer_mask[x]));
         const std::vector<float> g = xfer_best_gains(next);
         out.gains.insert(out.gains.end(), g.begin(), g.end());
@@ -396,7 +409,8 @@ WorldModelLosses WorldModel<B>::add_gradient(std::vector<EpisodeWindow> windows)
         const nn::Var<B> s = location_summary(tape, encoding, observations, rows, actions, store);
         const nn::LstmState<B> prefix{slice(state.h, 0, 0, rows_n), slice(state.c, 0, 0, rows_n)};
         const nn::Var<B> guess = guess_summary(tape, z, prefix.h, embedded);
-        accumulate(summary, scale(sum(square(sub(guess, tape.constant(s.value())))), inv(static_cast<double>(m_options.summary))));
+        const nn::Var<B> projection = tape.constant(slice(s, 1, 0, m_options.summary).value());
+        accumulate(summary, scale(sum(square(sub(guess, projection))), inv(static_cast<double>(m_options.summary))));
         state = advance(tape, z, embedded, s, prefix);
         const nn::MdnParams<B> mixture = m_mdn(tape, state.h);
         const nn::Tensor<B> z_next = nn::Tensor<B>::from_host(Shape{rows_n, m_options.latent}, next_z);
