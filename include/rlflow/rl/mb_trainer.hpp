@@ -66,6 +66,9 @@ struct MbOptions {
     /// The random agent's probability of NO-OP, and C's exploration while collecting.
     double random_noop = 0.01;
     double exploration = 0.1;
+    /// Dream episodes that start from stored real states per C's training phase (beside
+    /// the start graphs; dream_starts() says why); 0: from the start graphs only.
+    std::size_t dream_replay_starts = 32;
     /// The most observations the episode buffer keeps.
     std::size_t buffer_states = 4'096;
     std::uint64_t seed = 0;
@@ -242,19 +245,31 @@ private:
         return mean;
     }
 
-    /// Where dream episodes start: V's z of each training graph, with its real gains and mask.
+    /// Where dream episodes start: V's z of each training graph's start, with its real
+    /// gains and mask, and of `dream_replay_starts` states drawn from the stored episodes,
+    /// the start graphs repeated so that half of the dream episodes start there. Dreams
+    /// from replayed states reach the deep states of long rewrite sequences in a few
+    /// imagined steps, where M's errors have not yet compounded (as Dreamer imagines from
+    /// replayed states); M trains on windows that start mid-episode with h = 0 as well.
     [[nodiscard]] std::vector<DreamStart> dream_starts() {
-        std::vector<DreamStart> starts;
+        std::vector<const Observation*> observations;
+        const std::size_t replayed = m_options.dream_replay_starts;
+        const std::size_t repeats = std::max<std::size_t>(1, replayed / m_starts.size());
+        for (std::size_t r = 0; r < repeats; ++r)
+            for (const Observation& o : m_starts) observations.push_back(&o);
+        for (std::size_t k = 0; k < replayed && !m_buffer.empty(); ++k) {
+            const RealEpisode& e = m_buffer[m_rng.next() % m_buffer.size()];
+            observations.push_back(&e.states[m_rng.next() % e.size()]);
+        }
         nn::Tape<B> tape;
         nn::NoGrad<B> no_grad(tape);
-        std::vector<const Observation*> observations;
-        for (const Observation& o : m_starts) observations.push_back(&o);
         const std::vector<typename B::Scalar> z = m_model.encode(tape, observations).z.value().to_host();
         const auto latent = static_cast<std::size_t>(m_options.model.latent);
-        for (std::size_t i = 0; i < m_starts.size(); ++i)
+        std::vector<DreamStart> starts;
+        for (std::size_t i = 0; i < observations.size(); ++i)
             starts.push_back({std::vector<float>(z.begin() + static_cast<std::ptrdiff_t>(i * latent),
                                                  z.begin() + static_cast<std::ptrdiff_t>((i + 1) * latent)),
-                              xfer_best_gains(m_starts[i]), m_starts[i].xfer_mask});
+                              xfer_best_gains(*observations[i]), observations[i]->xfer_mask});
         return starts;
     }
 
