@@ -144,8 +144,6 @@ public:
         m_model.refresh(model);
         m_controller.refresh(controller);
     }
-    [[nodiscard]] const DreamOptions& options() const noexcept { return m_options; }
-    void set_temperature(double t) { m_options.temperature = t; }
 
     /// Runs `steps_per_row` steps of every batch row, episodes starting from `starts`
     /// (drawn uniformly) and restarting when they end; the rows' segments for PPO.

@@ -51,8 +51,6 @@ public:
 
     [[nodiscard]] std::uint32_t num_xfers() const noexcept { return m_model->num_xfers(); }
     [[nodiscard]] std::uint32_t max_locations() const noexcept { return m_max_locations; }
-    /// M's recurrent output h now, (1, lstm_hidden).
-    [[nodiscard]] const nn::HostMatrix& hidden() const noexcept { return m_h; }
 
     /// The action for one observation; advances h.
     [[nodiscard]] Decision act(std::span<const Observation* const> observations, Rng& rng, bool greedy = false) {
