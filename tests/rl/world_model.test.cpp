@@ -165,6 +165,34 @@ TEST_CASE("the dream chooses only what M's masks allow, and its segments are PPO
     CHECK(u.first_log_prob_gap < 1e-4);  // the frozen controller's log-probabilities are the tape's
 }
 
+TEST_CASE("the untrained controller is greedy: the largest gain first, NO-OP when nothing earns, and logits rise with gains") {
+    const std::uint32_t xfers = 5;
+    const std::int64_t latent = 4, hidden = 32;
+    const rl::Controller<Float> controller(xfers, latent, hidden, rl::ControllerOptions{.seed = 9});
+    CHECK(controller.gain_slope() == doctest::Approx(rl::ControllerOptions{}.gain_prior).epsilon(1e-5));
+    rl::FrozenController frozen(controller);
+    Rng rng(4);
+    nn::HostMatrix zh(1, latent + hidden), gains(1, xfers), logits;
+    const std::vector<std::uint8_t> all(xfers + 1, 1);
+    const auto pick = [&](const std::vector<float>& g) {
+        for (std::uint32_t x = 0; x < xfers; ++x) gains(0, x) = g[x];
+        frozen.logits(zh, gains, logits);
+        return rl::choose_masked(std::span<const float>(logits.data(), xfers + 1), all, rng, true).action;
+    };
+    for (int draw = 0; draw < 20; ++draw) {
+        for (std::int64_t d = 0; d < zh.cols(); ++d) zh(0, d) = static_cast<float>(2 * rng.uniform() - 1);
+        CHECK(pick({0.5f, -1.0f, 2.0f, 1.2f, 0.0f}) == 2);
+        CHECK(pick({-0.5f, -1.0f, -2.0f, -0.3f, -4.0f}) == xfers);  // NO-OP
+        // All else equal, a larger gain never lowers an xfer's logit.
+        std::vector<float> g{0.1f, 0.2f, 0.3f, 0.4f, 0.5f};
+        (void)pick(g);
+        const float before = logits(0, 1);
+        g[1] += 0.25f;
+        (void)pick(g);
+        CHECK(logits(0, 1) > before);
+    }
+}
+
 TEST_CASE("model-based training counts every real step, and an agent directory round trip gives identical actions") {
     auto costs = cost::CostModel<Analytic>{Analytic::preset("cpu")};
     std::size_t measured = 0;

@@ -25,7 +25,7 @@
 namespace rlflow::rl {
 
 /// agent.json's version (its format name, mb_agent_format, is in agent_file.hpp).
-inline constexpr int mb_agent_format_version = 1;
+inline constexpr int mb_agent_format_version = 2;
 
 /// Everything a model-based agent's agent.json holds.
 struct MbAgentState {
@@ -66,7 +66,8 @@ void save_mb_agent(const std::filesystem::path& dir, const MbAgentState& s, Worl
     j["model"] = {{"latent", m.latent}, {"encoder_latent", m.encoder_latent}, {"message_passing_steps", m.message_passing_steps},
                   {"lstm_hidden", m.lstm_hidden}, {"components", m.components}, {"action_embedding", m.action_embedding},
                   {"summary", m.summary}, {"head_hidden", m.head_hidden}, {"target_rate", m.target_rate}, {"spread_floor", m.spread_floor}, {"spread_weight", m.spread_weight}, {"seed", m.seed}};
-    j["controller"] = {{"hidden", s.controller.hidden}, {"gain_hidden", s.controller.gain_hidden},
+    j["controller"] = {{"hidden", s.controller.hidden}, {"gain_hidden", s.controller.gain_hidden}, {"gain_prior", s.controller.gain_prior},
+                       {"state_logit_bound", s.controller.state_logit_bound},
                        {"noop_logit", s.controller.noop_logit}, {"seed", s.controller.seed}};
     j["env"] = detail::env_json(s.env);
     j["temperature"] = s.temperature;
@@ -96,8 +97,8 @@ void save_mb_agent(const std::filesystem::path& dir, const MbAgentState& s, Worl
                    m.at("summary").get<std::int64_t>(), m.at("head_hidden").get<std::int64_t>(), m.at("target_rate").get<double>(),
                    m.at("spread_floor").get<double>(), m.at("spread_weight").get<double>(), m.at("seed").get<std::uint64_t>()};
         const auto& c = j.at("controller");
-        s.controller = {c.at("hidden").get<std::int64_t>(), c.at("gain_hidden").get<std::int64_t>(), c.at("noop_logit").get<double>(),
-                        c.at("seed").get<std::uint64_t>()};
+        s.controller = {c.at("hidden").get<std::int64_t>(), c.at("gain_hidden").get<std::int64_t>(), c.at("gain_prior").get<double>(),
+                        c.at("state_logit_bound").get<double>(), c.at("noop_logit").get<double>(), c.at("seed").get<std::uint64_t>()};
         s.env = detail::env_from_json(j.at("env"));
         s.temperature = j.at("temperature").get<double>();
         s.cost_backend = j.at("cost_backend").get<std::string>();
