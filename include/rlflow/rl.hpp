@@ -21,5 +21,6 @@
 #include <rlflow/rl/ppo.hpp>
 #include <rlflow/rl/random_agent.hpp>
 #include <rlflow/rl/rollout.hpp>
+#include <rlflow/rl/symlog.hpp>
 #include <rlflow/rl/trainer.hpp>
 #include <rlflow/rl/world_model.hpp>

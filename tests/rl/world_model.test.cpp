@@ -76,6 +76,18 @@ rl::RealEpisode scripted_episode(rl::GraphEnv<Analytic>& env, const Graph& graph
     return e;
 }
 
+/// One gradient step of M on every episode whole, then the target encoder's update.
+rl::WorldModelLosses whole_episode_step(rl::WorldModel<Float>& model, nn::Adam<Float>& adam, const std::vector<rl::RealEpisode>& episodes,
+                                        double target_rate) {
+    std::vector<rl::EpisodeWindow> windows;
+    for (const rl::RealEpisode& e : episodes) windows.push_back({&e, 0, e.size()});
+    adam.zero_grad();
+    const rl::WorldModelLosses losses = model.add_gradient(windows);
+    adam.step(1.0);
+    model.update_target(target_rate);
+    return losses;
+}
+
 }  // namespace
 
 TEST_CASE("the world model learns deterministic transitions, and the latents of different graphs stay apart") {
@@ -101,12 +113,7 @@ TEST_CASE("the world model learns deterministic transitions, and the latents of 
     rl::WorldModelLosses first, last;
     double closest = std::numeric_limits<double>::infinity();
     for (int step = 0; step < steps; ++step) {
-        std::vector<rl::EpisodeWindow> windows;
-        for (const rl::RealEpisode& e : episodes) windows.push_back({&e, 0, e.size()});
-        adam.zero_grad();
-        last = model.add_gradient(windows);
-        adam.step(1.0);
-        model.update_target(o.model.target_rate);
+        last = whole_episode_step(model, adam, episodes, o.model.target_rate);
         if (step == 0) first = last;
         // An untrained encoder maps the two similar graphs close together; once M's heads
         // have shaped it (warm_up steps), they must stay apart.
@@ -125,6 +132,41 @@ TEST_CASE("the world model learns deterministic transitions, and the latents of 
     CHECK(last.spread < 0.01);
     CHECK(last.total < first.total);
     CHECK(closest > apart);
+}
+
+TEST_CASE("M's reward fits as symlog regression and as two-hot bins, and the dream reads either") {
+    auto costs = cost::CostModel<Analytic>{Analytic::preset("cpu")};
+    rl::GraphEnv<Analytic> env(builtin(), costs, {.step_limit = 8});
+    const std::vector<rl::RealEpisode> episodes{scripted_episode(env, two_branches(), 3), scripted_episode(env, conv_chain(3), 3)};
+    for (const std::int64_t bins : {std::int64_t{0}, std::int64_t{41}}) {
+        CAPTURE(bins);
+        rl::MbOptions o = small_options(8);
+        o.model.reward_bins = bins;
+        rl::WorldModel<Float> model(env.num_xfers(), o.model);
+        nn::Adam<Float> adam(model.parameters(), nn::AdamOptions{.learning_rate = nn::LearningRateSchedule::constant(3e-3)});
+        rl::WorldModelLosses first, last;
+        for (int step = 0; step < 400; ++step) {
+            last = whole_episode_step(model, adam, episodes, o.model.target_rate);
+            if (step == 0) first = last;
+        }
+        MESSAGE("reward bins " << bins << ": point error " << first.reward_error << " -> " << last.reward_error);
+        if (bins == 0) CHECK(last.reward_error == doctest::Approx(last.reward));
+        // Deterministic rewards: the point prediction's symlog error falls from about 5 to
+        // below 0.05 (after 400 steps here: 0.002 regressed, 0.016 binned).
+        CHECK(last.reward_error < 0.05);
+        CHECK(last.reward_error < first.reward_error);
+        // The frozen copy reads the head: finite rewards, and within the bins' range when binned.
+        rl::Controller<Float> controller(env.num_xfers(), o.model.latent, o.model.lstm_hidden, o.controller);
+        rl::Dream dream(model, controller, o.dream);
+        const std::vector<rl::DreamStart> starts{{std::vector<float>(4, 0.1f), rl::xfer_best_gains(episodes[0].states[0]), episodes[0].states[0].xfer_mask}};
+        Rng rng(2);
+        rl::DreamStats stats;
+        for (const auto& s : dream.collect(starts, 4, rng, stats))
+            for (const double r : s.rewards) {
+                CHECK(std::isfinite(r));
+                if (bins > 0) CHECK(std::abs(r) <= rl::symexp(rl::reward_bound) + 1e-3);
+            }
+    }
 }
 
 TEST_CASE("the dream chooses only what M's masks allow, and its segments are PPO's") {

@@ -61,6 +61,7 @@ struct TrainOptions {
     double temperature = rl::DreamOptions{}.temperature;
     std::size_t real_steps = rl::MbOptions{}.real_steps;
     std::size_t dream_steps = rl::MbOptions{}.dream_steps;
+    std::int64_t reward_bins = rl::WorldModelOptions{}.reward_bins;
 };
 
 /// Updates run when no limit is given.
@@ -235,7 +236,8 @@ inline nlohmann::json iteration_json(const rl::MbLog& log, const std::vector<std
     add_cost_ratios(j, log.final_cost_ratio, log.best_cost_ratio, graphs);
     const rl::WorldModelLosses& m = log.model;
     j["model"] = {{"nll_per_dim", m.nll_per_dim}, {"reward", m.reward}, {"done", m.done}, {"mask", m.mask}, {"gains", m.gains},
-                  {"summary", m.summary}, {"spread", m.spread}, {"total", m.total}, {"transitions", m.steps}};
+                  {"summary", m.summary}, {"spread", m.spread}, {"total", m.total}, {"reward_error", m.reward_error},
+                  {"transitions", m.steps}};
     const rl::UpdateStats& c = log.controller;
     j["controller"] = {{"entropy", c.entropy}, {"approx_kl", c.approx_kl}, {"policy_loss", c.policy_loss}, {"value_loss", c.value_loss},
                        {"explained_variance", c.explained_variance}, {"clip_fraction", c.clip_fraction}};
@@ -270,6 +272,7 @@ void train_mb_with(const TrainOptions& o, Backend backend) {
     // The random agent takes at most a quarter of a small budget.
     options.random_steps = std::min(options.random_steps, std::max<std::size_t>(1, o.real_steps / 4));
     options.dream_steps = o.dream_steps;
+    options.model.reward_bins = o.reward_bins;
     options.seed = options.model.seed = options.controller.seed = o.seed;
     rl::MbAgentState state{.rules = rl::rule_names(*rules), .model = options.model, .controller = options.controller, .env = options.env,
                            .temperature = o.temperature, .cost_backend = reward.latency ? reward.latency->name() : model.name(),
@@ -344,6 +347,8 @@ inline void add_train_command(CLI::App& app) {
         ->check(CLI::Range(std::size_t{1}, std::size_t{100'000'000}))->capture_default_str();
     cmd->add_option("--dream-steps", o->dream_steps, "--agent mb: dream steps the controller trains on per iteration")
         ->check(CLI::Range(std::size_t{1}, std::size_t{100'000'000}))->capture_default_str();
+    cmd->add_option("--reward-bins", o->reward_bins, "--agent mb: M's reward head: 0, symlog regression; N >= 2, two-hot over N symlog bins")
+        ->check(CLI::Range(std::int64_t{0}, std::int64_t{1024}))->capture_default_str();
     cmd->add_option("--graph", o->graphs, "models to train on (zoo:NAME or .onnx files)");
     cmd->add_option("--checkpoint", o->checkpoint, "the agent's directory (agent.json, weights.ckpt, train.jsonl)")->required();
     cmd->add_option("--seed", o->seed, "seed of the weights, the rollouts and the updates")->capture_default_str();

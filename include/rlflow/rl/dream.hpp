@@ -21,6 +21,7 @@
 #include <rlflow/nn/inference.hpp>
 #include <rlflow/rl/controller.hpp>
 #include <rlflow/rl/ppo.hpp>
+#include <rlflow/rl/symlog.hpp>
 #include <rlflow/rl/world_model.hpp>
 
 #include <cmath>
@@ -71,6 +72,7 @@ public:
         m_mdn.refresh(m.mdn());
         m_summary.refresh(m.summary_guess());
         m_reward.refresh(m.reward_head());
+        m_reward_bins = m.options().reward_bins;
         m_done.refresh(m.done_head());
         m_mask.refresh(m.mask_head());
         m_gains.refresh(m.gains_head());
@@ -108,10 +110,24 @@ public:
     };
     void predict(const nn::HostMatrix& h, double temperature, Rng& rng, Prediction& p) {
         m_mdn.sample(h, temperature, rng, p.z);
-        m_reward.apply(h, p.reward);
+        reward(h, p.reward);
         m_done.apply(h, p.done);
         m_mask.apply(h, p.mask_logits);
         m_gains.apply(h, p.gains);
+    }
+
+    /// The reward head's symlog point prediction per row of h, (rows, 1): the regression's
+    /// output, or the bins' expectation.
+    void reward(const nn::HostMatrix& h, nn::HostMatrix& out) {
+        if (m_reward_bins == 0) {
+            m_reward.apply(h, out);
+            return;
+        }
+        m_reward.apply(h, m_logits);
+        const SymlogBins bins(m_reward_bins, reward_bound);
+        out.resize(h.rows(), 1);
+        for (std::int64_t r = 0; r < h.rows(); ++r)
+            out(r, 0) = static_cast<float>(bins.expectation(std::span<const float>(m_logits.row(r).data(), static_cast<std::size_t>(m_logits.cols()))));
     }
 
     [[nodiscard]] std::uint32_t num_xfers() const noexcept { return m_num_xfers; }
@@ -125,8 +141,10 @@ private:
     nn::FrozenMdnHead m_mdn;
     nn::FrozenMlp m_summary;
     nn::FrozenMlp m_reward, m_done, m_mask, m_gains;
+    std::int64_t m_reward_bins = 0;
     nn::HostMatrix m_embedding;
     nn::HostMatrix m_input;
+    nn::HostMatrix m_logits;
 };
 
 /// A batch of dream episodes.

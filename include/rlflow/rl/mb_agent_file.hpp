@@ -65,7 +65,7 @@ void save_mb_agent(const std::filesystem::path& dir, const MbAgentState& s, Worl
     const WorldModelOptions& m = s.model;
     j["model"] = {{"latent", m.latent}, {"encoder_latent", m.encoder_latent}, {"message_passing_steps", m.message_passing_steps},
                   {"lstm_hidden", m.lstm_hidden}, {"components", m.components}, {"action_embedding", m.action_embedding},
-                  {"summary", m.summary}, {"head_hidden", m.head_hidden}, {"target_rate", m.target_rate}, {"spread_floor", m.spread_floor}, {"spread_weight", m.spread_weight}, {"seed", m.seed}};
+                  {"summary", m.summary}, {"head_hidden", m.head_hidden}, {"target_rate", m.target_rate}, {"spread_floor", m.spread_floor}, {"spread_weight", m.spread_weight}, {"seed", m.seed}, {"reward_bins", m.reward_bins}};
     j["controller"] = {{"hidden", s.controller.hidden}, {"gain_hidden", s.controller.gain_hidden}, {"gain_prior", s.controller.gain_prior},
                        {"state_logit_bound", s.controller.state_logit_bound},
                        {"noop_logit", s.controller.noop_logit}, {"seed", s.controller.seed}};
@@ -95,7 +95,8 @@ void save_mb_agent(const std::filesystem::path& dir, const MbAgentState& s, Worl
         s.model = {m.at("latent").get<std::int64_t>(), m.at("encoder_latent").get<std::int64_t>(), m.at("message_passing_steps").get<int>(),
                    m.at("lstm_hidden").get<std::int64_t>(), m.at("components").get<std::int64_t>(), m.at("action_embedding").get<std::int64_t>(),
                    m.at("summary").get<std::int64_t>(), m.at("head_hidden").get<std::int64_t>(), m.at("target_rate").get<double>(),
-                   m.at("spread_floor").get<double>(), m.at("spread_weight").get<double>(), m.at("seed").get<std::uint64_t>()};
+                   m.at("spread_floor").get<double>(), m.at("spread_weight").get<double>(), m.at("seed").get<std::uint64_t>(),
+                   m.at("reward_bins").get<std::int64_t>()};
         const auto& c = j.at("controller");
         s.controller = {c.at("hidden").get<std::int64_t>(), c.at("gain_hidden").get<std::int64_t>(), c.at("gain_prior").get<double>(),
                         c.at("state_logit_bound").get<double>(), c.at("noop_logit").get<double>(), c.at("seed").get<std::uint64_t>()};

@@ -238,7 +238,8 @@ private:
             m_model.update_target(m_options.model.target_rate);
             const double k = 1.0 / static_cast<double>(u + 1);  // running means
             for (auto [into, x] : {std::pair{&mean.nll_per_dim, l.nll_per_dim}, {&mean.reward, l.reward}, {&mean.done, l.done},
-                                   {&mean.mask, l.mask}, {&mean.gains, l.gains}, {&mean.summary, l.summary}, {&mean.spread, l.spread}, {&mean.total, l.total}})
+                                   {&mean.mask, l.mask}, {&mean.gains, l.gains}, {&mean.summary, l.summary}, {&mean.spread, l.spread}, {&mean.total, l.total},
+                                   {&mean.reward_error, l.reward_error}})
                 *into += (x - *into) * k;
             mean.steps += l.steps;
         }

@@ -27,8 +27,12 @@
 ///   projection of the nodes is guessed by a head from [z, h, xfer embedding], trained to
 ///   regress the real one.
 /// - **Done** is what ends a real episode: NO-OP, or a state where nothing but NO-OP applies.
-/// - **The reward is the cost change**, as the environment gives it, regressed on the
-///   symlog scale (DreamerV3) so that rare large gains do not swamp the small ones.
+/// - **The reward is the cost change**, as the environment gives it, on the symlog scale
+///   (DreamerV3) so that rare large gains do not swamp the small ones: regressed by
+///   squared error, or (WorldModelOptions::reward_bins > 0) predicted as logits over
+///   symlog bins, trained by cross-entropy against the two-hot target and read as the
+///   bins' expectation (rl/symlog.hpp). Both report the point prediction's squared error
+///   on the symlog scale (WorldModelLosses::reward_error), which compares the two.
 ///
 /// Real experience is stored as episodes (RealEpisode); M trains on windows of them by
 /// backpropagation through time, the whole batch of windows encoded in one graph batch.
@@ -43,6 +47,7 @@
 #include <rlflow/nn/tape.hpp>
 #include <rlflow/rl/env.hpp>
 #include <rlflow/rl/observation.hpp>
+#include <rlflow/rl/symlog.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -80,8 +85,15 @@ struct WorldModelOptions {
     double spread_weight = 10;
     /// Seed of the initial weights.
     std::uint64_t seed = 0;
+    /// The reward head: 0, symlog regression; at least 2, two-hot symlog bins over
+    /// [-reward_bound, reward_bound] (the file comment).
+    std::int64_t reward_bins = 0;
     friend bool operator==(const WorldModelOptions&, const WorldModelOptions&) = default;
 };
+
+/// The symlog range of the reward bins: |reward| up to e^5 - 1 ≈ 147, 147% of the start
+/// cost at the environment's default reward scale (100 per 100%).
+inline constexpr double reward_bound = 5.0;
 
 /// One real episode as M learns from it: states[t] is where actions[t] was taken, and
 /// states[t + 1] where it led (T + 1 states for T steps).
@@ -105,9 +117,10 @@ struct EpisodeWindow {
 struct WorldModelLosses {
     /// The mixture's negative log-likelihood of the next z, per dimension.
     double nll_per_dim = 0;
-    /// Squared error of the symlog reward, binary cross-entropies of done and of the next
-    /// mask (mean over xfers), squared error of the next scaled gains (mean over xfers) and
-    /// of the predicted location summary (mean over its dims).
+    /// The reward head's loss (squared error of the symlog reward, or the bins'
+    /// cross-entropy), binary cross-entropies of done and of the next mask (mean over
+    /// xfers), squared error of the next scaled gains (mean over xfers) and of the
+    /// predicted location summary (mean over its dims).
     double reward = 0;
     double done = 0;
     double mask = 0;
@@ -116,12 +129,11 @@ struct WorldModelLosses {
     /// The variance floor's weighted hinge, mean over z's dimensions (0 when every dimension spreads).
     double spread = 0;
     double total = 0;
+    /// Squared error of the reward head's point prediction on the symlog scale, whichever
+    /// the head (equal to `reward` for regression).
+    double reward_error = 0;
     std::size_t steps = 0;
 };
-
-/// sign(x) ln(1 + |x|) and its inverse (DreamerV3).
-[[nodiscard]] inline double symlog(double x) { return x < 0 ? -std::log1p(-x) : std::log1p(x); }
-[[nodiscard]] inline double symexp(double y) { return y < 0 ? -std::expm1(-y) : std::expm1(y); }
 
 /// V, M and their heads.
 template <nn::TensorBackend B>
@@ -154,7 +166,9 @@ public:
         const auto head = [&](const std::string& name, std::int64_t out) {
             return nn::Mlp<B>(name, {.sizes = {o.lstm_hidden, o.head_hidden, out}, .output_gain = 1.0}, rng);
         };
-        m_reward = head("wm.reward", 1);
+        RLFLOW_EXPECTS(o.reward_bins == 0 || o.reward_bins >= 2, precondition_error,
+                       "WorldModelOptions::reward_bins must be 0 (regression) or at least 2, not " + std::to_string(o.reward_bins));
+        m_reward = head("wm.reward", o.reward_bins > 0 ? o.reward_bins : 1);
         m_done = head("wm.done", 1);
         m_mask = head("wm.mask", num_xfers);
         m_gains = head("wm.gains", num_xfers);
@@ -318,6 +332,7 @@ private:
         std::vector<Scalar> reward, done, mask, gains;
     };
     [[nodiscard]] StepTargets targets_at(std::span<const EpisodeWindow> windows, std::size_t t) const;
+    [[nodiscard]] nn::Var<B> reward_loss(nn::Tape<B>& tape, nn::Var<B> h, const std::vector<Scalar>& targets, double& error);
 
     std::uint32_t m_num_xfers;
     WorldModelOptions m_options;
@@ -362,6 +377,33 @@ auto WorldModel<B>::targets_at(std::span<const EpisodeWindow> windows, std::size
     return out;
 }
 
+/// The reward head's loss summed over a step's rows (`targets`: symlog rewards), adding
+/// the squared symlog error of its point predictions to `error`.
+template <nn::TensorBackend B>
+nn::Var<B> WorldModel<B>::reward_loss(nn::Tape<B>& tape, nn::Var<B> h, const std::vector<Scalar>& targets, double& error) {
+    const nn::Var<B> out = m_reward(tape, h);
+    const auto rows = static_cast<std::int64_t>(targets.size());
+    if (m_options.reward_bins == 0) {
+        const nn::Var<B> loss = sum(square(sub(out, tape.constant(nn::Tensor<B>::from_host(Shape{rows, 1}, targets)))));
+        error += static_cast<double>(loss.value().item());
+        return loss;
+    }
+    const std::int64_t k = m_options.reward_bins;
+    const SymlogBins bins(k, reward_bound);
+    std::vector<float> two_hot;
+    for (const Scalar y : targets) bins.append_two_hot(static_cast<double>(y), two_hot);
+    const std::vector<Scalar> logits = out.value().to_host();
+    std::vector<float> row(static_cast<std::size_t>(k));
+    for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t i = 0; i < k; ++i) row[static_cast<std::size_t>(i)] = static_cast<float>(logits[static_cast<std::size_t>(r * k + i)]);
+        const double miss = bins.expectation(row) - static_cast<double>(targets[static_cast<std::size_t>(r)]);
+        error += miss * miss;
+    }
+    const std::vector<Scalar> weights(two_hot.begin(), two_hot.end());
+    const nn::Var<B> target = tape.constant(nn::Tensor<B>::from_host(Shape{rows, k}, weights));
+    return scale(sum(mul(target, log_softmax(out))), Scalar(-1));
+}
+
 template <nn::TensorBackend B>
 WorldModelLosses WorldModel<B>::add_gradient(std::vector<EpisodeWindow> windows) {
     RLFLOW_EXPECTS(!windows.empty(), precondition_error, "WorldModel::add_gradient needs windows");
@@ -386,6 +428,7 @@ WorldModelLosses WorldModel<B>::add_gradient(std::vector<EpisodeWindow> windows)
     const auto inv = [&](double d) { return static_cast<Scalar>(1.0 / d); };
     const double steps = static_cast<double>(total_steps), n = m_num_xfers, latent = static_cast<double>(m_options.latent);
     std::optional<nn::Var<B>> nll, reward, done, mask, gains, summary;
+    double reward_error = 0;
     const auto accumulate = [](std::optional<nn::Var<B>>& into, nn::Var<B> term) { into = into ? add(*into, term) : term; };
     for (std::size_t t = 0; t < windows.front().length; ++t) {
         std::size_t active = 0;
@@ -419,7 +462,7 @@ WorldModelLosses WorldModel<B>::add_gradient(std::vector<EpisodeWindow> windows)
         const auto constant = [&](const std::vector<Scalar>& v, std::int64_t cols) {
             return tape.constant(nn::Tensor<B>::from_host(Shape{rows_n, cols}, v));
         };
-        accumulate(reward, sum(square(sub(m_reward(tape, state.h), constant(y.reward, 1)))));
+        accumulate(reward, reward_loss(tape, state.h, y.reward, reward_error));
         accumulate(done, binary_cross_entropy_sum(m_done(tape, state.h), constant(y.done, 1)));
         accumulate(mask, scale(binary_cross_entropy_sum(m_mask(tape, state.h), constant(y.mask, m_num_xfers)), inv(n)));
         accumulate(gains, scale(sum(square(sub(m_gains(tape, state.h), constant(y.gains, m_num_xfers)))), inv(n)));
@@ -430,7 +473,7 @@ WorldModelLosses WorldModel<B>::add_gradient(std::vector<EpisodeWindow> windows)
     tape.backward(loss);
     const auto mean_of = [&](nn::Var<B> v) { return static_cast<double>(v.value().item()) / steps; };
     return {mean_of(nll_per_dim), mean_of(*reward), mean_of(*done),  mean_of(*mask), mean_of(*gains), mean_of(*summary),
-            static_cast<double>(spread.value().item()), static_cast<double>(loss.value().item()), total_steps};
+            static_cast<double>(spread.value().item()), static_cast<double>(loss.value().item()), reward_error / steps, total_steps};
 }
 
 }  // namespace rlflow::rl
