@@ -11,7 +11,7 @@
 /// at ControllerOptions::gain_prior: all else equal, a rewrite that earns less is never
 /// preferred. Without it C ignored the gain: on inception-v3, trained in a dream whose
 /// states mostly had positive fold gains, it went on folding batch norms at scaled gains
-/// of -5 while M predicted the negative rewards (the trained agent's real episode ended at
+/// down to -4.4 while M predicted the negative rewards (the trained agent's real episode ended at
 /// 1.019 of the start cost, greedy's at 0.985). The untrained C is a soft greedy policy.
 ///
 /// The [z, h] term is bounded: A·tanh(f(z, h) / A), A = ControllerOptions::state_logit_bound.
