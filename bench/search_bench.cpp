@@ -3,6 +3,11 @@
 //   indexes the dequeued graph, prices every successor incrementally and canonicalises
 //   the kept ones. Items are expansions.
 // - greedy: a whole greedy search to convergence; the counter gives the cost ratio.
+// - eqsat_saturate: equality saturation of a graph seeded into a fresh e-graph, for 3
+//   iterations (multi-output rules in the first); items are e-nodes added, so items/s is
+//   e-nodes added per second.
+// - eqsat_extract_greedy / eqsat_extract_ilp: extraction from that e-graph (priced once,
+//   outside the timing): greedy's choice, and the ILP's seeded with it (60 s limit).
 
 #include <rlflow/cost.hpp>
 #include <rlflow/models/zoo.hpp>
@@ -54,6 +59,66 @@ void greedy(benchmark::State& state, const std::string& model) {
     state.counters["rewrites"] = static_cast<double>(steps);
 }
 
+search::EqsatOptions bench_eqsat() {
+    search::EqsatOptions eq;
+    eq.iteration_limit = 3;
+    return eq;
+}
+
+void eqsat_saturate(benchmark::State& state, const std::string& model) {
+    const Graph g = models::build_zoo_model(model);
+    std::size_t added = 0, enodes = 0;
+    for (auto _ : state) {
+        search::SeededEGraph seeded = search::seed_egraph(g);
+        const std::size_t before = seeded.egraph.node_bound();
+        search::EqsatStats stats;
+        benchmark::DoNotOptimize(search::saturate(seeded.egraph, *rules(), bench_eqsat(), stats));
+        added += seeded.egraph.node_bound() - before;
+        enodes = seeded.egraph.num_nodes();
+    }
+    state.SetItemsProcessed(static_cast<std::int64_t>(added));
+    state.counters["enodes"] = static_cast<double>(enodes);
+}
+
+/// A saturated e-graph of `model` and its e-node prices.
+struct Saturated {
+    Graph graph;
+    search::SeededEGraph seeded;
+    std::vector<double> cost;
+};
+
+Saturated saturated(const std::string& model) {
+    Saturated s{models::build_zoo_model(model), {}, {}};
+    s.seeded = search::seed_egraph(s.graph);
+    search::EqsatStats stats;
+    (void)search::saturate(s.seeded.egraph, *rules(), bench_eqsat(), stats);
+    cost::CostModel<cost::AnalyticBackend> costs(cost::AnalyticBackend::preset("v100"));
+    s.cost = search::enode_costs(s.seeded.egraph, costs);
+    return s;
+}
+
+void eqsat_extract_greedy(benchmark::State& state, const std::string& model) {
+    const Saturated s = saturated(model);
+    for (auto _ : state) benchmark::DoNotOptimize(search::greedy_choice(s.seeded.egraph, s.cost));
+    state.counters["enodes"] = static_cast<double>(s.seeded.egraph.num_nodes());
+}
+
+void eqsat_extract_ilp(benchmark::State& state, const std::string& model) {
+    if (!search::ilp_available) {
+        state.SkipWithError("built without CBC");
+        return;
+    }
+    const Saturated s = saturated(model);
+    constexpr double ilp_seconds = 60;
+    std::string status;
+    for (auto _ : state) {
+        const auto greedy = search::greedy_choice(s.seeded.egraph, s.cost);
+        status = search::ilp_choice(s.seeded.egraph, s.seeded.roots, s.cost, greedy, ilp_seconds).status;
+    }
+    state.SetLabel(status);
+    state.counters["enodes"] = static_cast<double>(s.seeded.egraph.num_nodes());
+}
+
 }  // namespace
 
 BENCHMARK_CAPTURE(taso_expansions, bert, std::string("bert"))->Unit(benchmark::kMillisecond);
@@ -61,5 +126,11 @@ BENCHMARK_CAPTURE(taso_expansions, inception_v3, std::string("inception_v3"))->U
 BENCHMARK_CAPTURE(greedy, bert, std::string("bert"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(greedy, inception_v3, std::string("inception_v3"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(greedy, resnext50, std::string("resnext50"))->Unit(benchmark::kMillisecond);
+
+BENCHMARK_CAPTURE(eqsat_saturate, bert, std::string("bert"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(eqsat_extract_greedy, bert, std::string("bert"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(eqsat_extract_greedy, nasnet_a, std::string("nasnet_a"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(eqsat_extract_ilp, bert, std::string("bert"))->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(eqsat_extract_ilp, nasnet_a, std::string("nasnet_a"))->Unit(benchmark::kMillisecond)->Iterations(1);
 
 BENCHMARK_MAIN();

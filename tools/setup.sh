@@ -16,6 +16,7 @@ packages=(
   libprotobuf-dev protobuf-compiler libonnx-dev
   doctest-dev libbenchmark-dev
   libz3-dev libcli11-dev nlohmann-json3-dev
+  coinor-libcbc-dev
 )
 
 missing=()

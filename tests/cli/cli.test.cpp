@@ -224,6 +224,42 @@ TEST_CASE("optimize rewrites around an op rlflow cannot execute, verifies region
     std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("optimize --search eqsat saturates an e-graph around an op rlflow cannot execute, extracts, verifies and reports it") {
+    const auto dir = std::filesystem::temp_directory_path() / "rlflow_cli_eqsat";
+    std::filesystem::create_directories(dir);
+    const auto out = dir / "opt.onnx";
+    const auto report = dir / "report.json";
+    const std::string model = std::string(RLFLOW_SOURCE_DIR) + "/tests/data/opaque/conv_sin_branches.onnx";
+    for (const std::string extract : {"greedy", "ilp"}) {
+        CAPTURE(extract);
+        std::filesystem::remove(out);
+        const Result r = run_cli("optimize " + model + " -o " + out.string() + " --search eqsat --extract " + extract
+                                 + " --cost analytic --device v100 --guard none --report " + report.string());
+        if (extract == "ilp" && r.exit_code == 2 && r.output.find("needs rlflow built with CBC") != std::string::npos) {
+            MESSAGE("skipped: rlflow was built without CBC");
+            continue;
+        }
+        REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+        CHECK(r.output.find("e-graph: ") != std::string::npos);
+        std::ifstream in(report);
+        const auto j = nlohmann::json::parse(in);
+        CHECK(j["search"] == "eqsat");
+        CHECK(j["verified"] == true);
+        CHECK(j["verification"] == "regions");
+        CHECK(j["cost_after_ms"].get<double>() < j["cost_before_ms"].get<double>());
+        const auto& e = j["eqsat"];
+        CHECK(e["enodes"].get<int>() >= e["eclasses"].get<int>());
+        CHECK(e["iterations"].get<int>() >= 1);
+        CHECK(e["stop"] == "saturated");
+        CHECK(e["greedy_cost_ms"].get<double>() >= j["cost_after_ms"].get<double>() * (1 - 1e-6));
+        CHECK(e.contains("ilp_status") == (extract == "ilp"));
+        const auto after = nlohmann::json::parse(run_cli("info " + out.string() + " --json", false).output);
+        CHECK(after["opaque_nodes"] == 1);
+        CHECK(after["op_histogram"]["Sin"] == 1);
+    }
+    std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("rules generate writes verified rules and a report, which stats and verify read back") {
     const auto dir = std::filesystem::temp_directory_path() / "rlflow_cli_rules";
     std::filesystem::remove_all(dir);

@@ -4,6 +4,8 @@
 #include <rlflow/rewrite.hpp>
 #include <rlflow/search.hpp>
 
+#include "support.hpp"
+
 #include <doctest/doctest.h>
 
 #include <map>
@@ -17,17 +19,8 @@ using cost::CostModel;
 
 namespace {
 
-const std::shared_ptr<const rewrite::RuleSet>& rules() {
-    static const auto set = std::make_shared<const rewrite::RuleSet>(rewrite::builtin_rules());
-    return set;
-}
-
-/// The graph with seeded weights, so the result can be compared numerically.
-Graph weighted(const char* name) {
-    Graph g = models::build_zoo_model(name);
-    exec::fill_random_weights(g, 3);
-    return g;
-}
+using search_test::rules;
+using search_test::weighted;
 
 }  // namespace
 

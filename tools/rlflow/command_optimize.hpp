@@ -71,6 +71,9 @@ struct OptimizeOptions {
     std::string agent;
     std::size_t samples = 0;
     std::string agent_stop = "limit";
+    /// --search eqsat: limits, rounds of multi-output rules, and extraction.
+    search::EqsatOptions eqsat;
+    std::string extract = search::ilp_available ? "ilp" : "greedy";
 };
 
 /// The network backend agents train and run with.
@@ -133,22 +136,41 @@ search::SearchResult agent_search(const OptimizeOptions& o, const Graph& g, cons
 }
 
 /// Runs the chosen search with `model` pricing it.
+/// Runs equality saturation for --search eqsat; its statistics go to `stats`.
+template <cost::CostBackend Backend>
+search::SearchResult eqsat_search(const OptimizeOptions& o, const Graph& g, std::shared_ptr<const rewrite::RuleSet> rules,
+                                  cost::CostModel<Backend>& model, const search::SearchOptions& options,
+                                  std::optional<search::EqsatStats>& stats) {
+    search::EqsatOptions eq = o.eqsat;
+    eq.extraction = o.extract == "ilp" ? search::EqsatOptions::Extraction::ilp : search::EqsatOptions::Extraction::greedy;
+    if (eq.extraction == search::EqsatOptions::Extraction::ilp && !search::ilp_available)
+        throw precondition_error("--extract ilp needs rlflow built with CBC: install coinor-libcbc-dev (bash tools/setup.sh "
+                                 "does) and rebuild, or use --extract greedy");
+    search::EqsatResult r = search::eqsat(g, std::move(rules), model, options, eq);
+    stats = std::move(r.stats);
+    return std::move(r.search);
+}
+
 template <cost::CostBackend Backend>
 search::SearchResult run_search(const OptimizeOptions& o, const Graph& g, std::shared_ptr<const rewrite::RuleSet> rules,
-                                cost::CostModel<Backend>& model, std::size_t keep_best) {
+                                cost::CostModel<Backend>& model, std::size_t keep_best,
+                                std::optional<search::EqsatStats>& eqsat_stats) {
     search::SearchOptions options;
     options.budget = o.budget;
     options.alpha = o.alpha;
     options.time_limit_seconds = o.time_limit;
     options.stop = &interrupted;
     options.keep_best = keep_best;
-    ProgressBar bar("search", o.budget);
+    const bool saturating = o.search == "eqsat";
+    ProgressBar bar(saturating ? "saturation" : "search", saturating ? o.eqsat.iteration_limit : o.budget);
     options.on_progress = [&](const search::SearchProgress& p) {
-        bar.update(p.expansions, "best " + format_ms(p.best_cost_ms) + " (" + format_ratio(p.initial_cost_ms / p.best_cost_ms) + ")");
+        bar.update(p.expansions, saturating ? "iteration " + std::to_string(p.expansions)
+                                            : "best " + format_ms(p.best_cost_ms) + " (" + format_ratio(p.initial_cost_ms / p.best_cost_ms) + ")");
     };
     const auto previous = std::signal(SIGINT, [](int) { interrupted.store(true); });
     const bool agent = o.search == "mf" || o.search == "mb";
     search::SearchResult result = agent                  ? agent_search(o, g, *rules, model, options)
+                                  : saturating           ? eqsat_search(o, g, rules, model, options, eqsat_stats)
                                   : o.search == "greedy" ? search::greedy(g, rules, model, options)
                                                          : search::backtracking(g, rules, model, options);
     std::signal(SIGINT, previous);
@@ -241,7 +263,13 @@ inline GraphStatistics written_statistics(const Graph& g, const OptimizeOptions&
 }
 
 /// Why the search (`search`, as --search names it) stopped, in words.
-inline std::string stop_reason_text(search::StopReason reason, std::string_view search) {
+inline std::string stop_reason_text(search::StopReason reason, std::string_view search,
+                                    const std::optional<search::EqsatStats>& eqsat = std::nullopt) {
+    if (eqsat) {
+        if (eqsat->stop == "saturated") return "saturated (no rewrite changes the e-graph)";
+        if (eqsat->stop == "node_limit") return "stopped at the --node-limit";
+        if (eqsat->stop == "iteration_limit") return "stopped at the --iter-limit";
+    }
     switch (reason) {
         case search::StopReason::converged:
             return search == "mf" || search == "mb" ? "done (every rollout of the agent ended)" : "converged (no rewrite left to try)";
@@ -252,9 +280,40 @@ inline std::string stop_reason_text(search::StopReason reason, std::string_view 
     return "stopped";
 }
 
+/// The report's "eqsat" object: the e-graph, why exploration stopped, the extraction and
+/// the seconds of each phase.
+inline nlohmann::json eqsat_json(const search::EqsatStats& s, const search::EqsatOptions& options) {
+    nlohmann::json j;
+    j["eclasses"] = s.classes;
+    j["enodes"] = s.enodes;
+    j["iterations"] = s.iterations;
+    j["stop"] = s.stop;
+    j["node_limit"] = options.node_limit;
+    j["iteration_limit"] = options.iteration_limit;
+    j["multi_rounds"] = options.multi_rounds;
+    j["multi_rounds_run"] = s.multi_rounds;
+    j["extraction"] = s.extraction;
+    j["greedy_cost_ms"] = s.greedy_cost_ms;
+    if (s.ilp) {
+        j["ilp_cost_ms"] = s.ilp_cost_ms;
+        j["ilp_status"] = s.ilp->status;
+        j["ilp_gap"] = s.ilp->gap;
+        j["ilp_objective_ms"] = s.ilp->objective;
+        j["ilp_bound_ms"] = s.ilp->bound;
+        j["ilp_variables"] = s.ilp->variables;
+        j["ilp_constraints"] = s.ilp->constraints;
+        j["ilp_seconds"] = s.ilp->seconds;
+    }
+    j["explore_seconds"] = s.explore_seconds;
+    j["price_seconds"] = s.price_seconds;
+    j["extract_seconds"] = s.extract_seconds;
+    j["rules_applied"] = s.applied;
+    return j;
+}
+
 inline nlohmann::json optimize_report(const OptimizeOptions& o, const std::string& target, const std::string& backend,
                                       const Graph& before, const search::SearchResult& r, const Outcome& written,
-                                      const Verification& check) {
+                                      const Verification& check, const std::optional<search::EqsatStats>& eqsat) {
     nlohmann::json j;
     j["model"] = o.model;
     j["target"] = target;
@@ -286,8 +345,9 @@ inline nlohmann::json optimize_report(const OptimizeOptions& o, const std::strin
         j["samples"] = o.samples;
         j["agent_stop"] = o.agent_stop;
     }
+    if (eqsat) j["eqsat"] = eqsat_json(*eqsat, o.eqsat);
     j["stop_reason"] = search::stop_reason_name(r.reason);
-    j["stop"] = stop_reason_text(r.reason, o.search);
+    j["stop"] = stop_reason_text(r.reason, o.search, eqsat);
     j["seconds"] = r.seconds;
     j["verified"] = check.equal;
     j["verification"] = check.method;
@@ -322,6 +382,15 @@ inline void print_summary(const nlohmann::json& j) {
                 j["flops_after"].get<double>() / giga);
     std::printf("search: %s after %zu expansions, %.2f s\n", j["stop"].get<std::string>().c_str(),
                 j["expansions"].get<std::size_t>(), j["seconds"].get<double>());
+    if (j.contains("eqsat")) {
+        const nlohmann::json& e = j["eqsat"];
+        std::printf("e-graph: %zu e-classes, %zu e-nodes after %zu iterations; extraction: %s", e["eclasses"].get<std::size_t>(),
+                    e["enodes"].get<std::size_t>(), e["iterations"].get<std::size_t>(), e["extraction"].get<std::string>().c_str());
+        if (e.contains("ilp_status"))
+            std::printf(" (ILP %s, gap %.3g, %.1f s)", e["ilp_status"].get<std::string>().c_str(), e["ilp_gap"].get<double>(),
+                        e["ilp_seconds"].get<double>());
+        std::printf("\n");
+    }
     if (j["guard"]["decision"] != "off") std::printf("guard: %s\n", j["guard"]["reason"].get<std::string>().c_str());
     if (j["written"] == "input") {
         std::printf("wrote the input unchanged\n");
@@ -430,7 +499,8 @@ void optimize_with(const OptimizeOptions& o, Backend backend, const std::string&
     std::printf("target: %s; cost backend: %s; guard: %s\n", target.c_str(), model.name().c_str(),
                 guard.mode == "ort" ? ("ONNX Runtime, levels " + join(guard.levels, ", ")).c_str() : "off");
     std::fflush(stdout);
-    search::SearchResult result = run_search(o, original, rules, model, guard.mode == "ort" ? guard.candidates : 1);
+    std::optional<search::EqsatStats> eqsat;
+    search::SearchResult result = run_search(o, original, rules, model, guard.mode == "ort" ? guard.candidates : 1, eqsat);
     save_cost_cache(model, cache, !o.cost_cache.empty());
     std::vector<Outcome> candidates = candidate_outcomes(result);
     const GuardOutcome guarded = run_guard_for(model, original, candidates, guard, model_file(o));
@@ -439,7 +509,7 @@ void optimize_with(const OptimizeOptions& o, Backend backend, const std::string&
                           : std::move(candidates[guarded.decision == "candidate" ? guarded.chosen : 0]);
     const Verification check = written.is_input ? Verification{"none (the input is written)", true, 0, 0, ""}
                                                 : verify(original, written.graph, o);
-    nlohmann::json report = optimize_report(o, target, model.name(), original, result, written, check);
+    nlohmann::json report = optimize_report(o, target, model.name(), original, result, written, check, eqsat);
     add_guard_report(report, guarded, guard);
     if (!check.equal) {
         std::fprintf(stderr, "error: the optimised graph differs from the original (%s); nothing written\n",
@@ -492,9 +562,20 @@ inline void add_optimize_command(CLI::App& app) {
     cmd->add_option("-o,--output", o->output, "the .onnx file to write")->required();
     add_model_flags(*cmd, o->load);
     cmd->add_option("--search", o->search,
-                    "greedy, taso (cost-ordered backtracking), mf or mb (roll out the model-free or model-based agent "
-                    "--agent names; --budget counts its steps)")
-        ->check(CLI::IsMember({"greedy", "taso", "mf", "mb"}))->capture_default_str();
+                    "greedy, taso (cost-ordered backtracking), eqsat (equality saturation, then extraction), mf or mb "
+                    "(roll out the model-free or model-based agent --agent names; --budget counts its steps)")
+        ->check(CLI::IsMember({"greedy", "taso", "eqsat", "mf", "mb"}))->capture_default_str();
+    cmd->add_option("--node-limit", o->eqsat.node_limit, "--search eqsat: stop exploring at this many e-nodes")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{100'000'000}))->capture_default_str();
+    cmd->add_option("--iter-limit", o->eqsat.iteration_limit, "--search eqsat: stop exploring after this many iterations")
+        ->check(CLI::Range(std::size_t{0}, std::size_t{1'000'000}))->capture_default_str();
+    cmd->add_option("--multi-rounds", o->eqsat.multi_rounds,
+                    "--search eqsat: iterations in which rules with several outputs run (Tensat's k_multi)")
+        ->check(CLI::Range(std::size_t{0}, std::size_t{1'000'000}))->capture_default_str();
+    cmd->add_option("--extract", o->extract, "--search eqsat: greedy (cheapest e-node per class) or ilp (CBC; the cheaper of it and greedy)")
+        ->check(CLI::IsMember({"greedy", "ilp"}))->capture_default_str();
+    cmd->add_option("--ilp-time-limit", o->eqsat.ilp_time_limit_seconds, "--search eqsat --extract ilp: the solver's seconds")
+        ->check(CLI::PositiveNumber)->capture_default_str();
     cmd->add_option("--agent", o->agent, "--search mf|mb: the agent's directory, as `rlflow train` wrote it");
     cmd->add_option("--samples", o->samples, "--search mf|mb: sampled rollouts after the greedy one")
         ->check(CLI::Range(std::size_t{0}, std::size_t{100'000}))->capture_default_str();

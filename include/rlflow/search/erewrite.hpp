@@ -1,0 +1,134 @@
+#pragma once
+/// \file
+/// Applying a rule at an e-match. The matched e-nodes are written out as a small graph,
+/// the witness: one graph input per variable class (with the class's type), then the
+/// matched nodes over them. The graph matcher must accept the match in the witness
+/// (is_location: symbols, derived attributes, shape constraints, a target that fits),
+/// and the applier's own code instantiates the target there. The new nodes go into the
+/// e-graph, and each replaced output's class is united with its replacement's. So a rule
+/// means the same in the e-graph as in the rewriter, by construction.
+
+#include <rlflow/rewrite/applier.hpp>
+#include <rlflow/search/egraph_convert.hpp>
+#include <rlflow/search/ematch.hpp>
+
+#include <map>
+#include <optional>
+#include <vector>
+
+namespace rlflow::search {
+
+namespace detail {
+
+/// The witness of an e-match: the graph, the location in it, and the class of each of
+/// its tensors.
+struct Witness {
+    Graph graph;
+    rewrite::Location location;
+    std::map<TensorRef, ClassId> class_of;
+};
+
+/// The class -> witness tensor lookup for `e`'s children; nullopt when a child is not
+/// among the match's tensors.
+[[nodiscard]] inline std::optional<std::vector<TensorRef>> witness_inputs(const EGraph& eg, const ENode& e,
+                                                                          const std::map<ClassId, TensorRef>& tensor) {
+    std::vector<TensorRef> inputs;
+    for (const ClassId c : e.children) {
+        const auto it = tensor.find(eg.find(c));
+        if (it == tensor.end()) return std::nullopt;
+        inputs.push_back(it->second);
+    }
+    return inputs;
+}
+
+/// Writes the witness of `m`; nullopt when the matched nodes cannot be written as a graph.
+[[nodiscard]] inline std::optional<Witness> make_witness(const EGraph& eg, const rewrite::Rule& rule, const EMatch& m) {
+    Witness w;
+    std::map<ClassId, TensorRef> tensor;
+    for (std::uint32_t v = 0; v < rule.variables.size(); ++v) {
+        const ClassId c = eg.find(m.variables[v]);
+        if (!tensor.contains(c)) tensor[c] = {w.graph.add_input("v" + std::to_string(v), eg.data(c).types.at(0)), 0};
+        w.location.variables[v] = tensor[c];
+    }
+    for (std::uint32_t q = 0; q < rule.source.size(); ++q) {
+        const ENode& e = eg.node(m.nodes[q]);
+        const auto inputs = witness_inputs(eg, e, tensor);
+        if (!inputs) return std::nullopt;
+        const NodeId id = e.payload.op == OpKind::Constant ? w.graph.add_constant({}, *e.payload.data)
+                                                            : w.graph.add_node(e.payload.op, *inputs, e.payload.attributes);
+        w.location.nodes[q] = id;
+        for (std::uint32_t k = 0; k < e.num_outputs; ++k) {
+            const ClassId out = output_class(eg, m.nodes[q], k);
+            if (out != no_class) tensor.emplace(out, TensorRef{id, k});
+        }
+    }
+    for (const auto& [cls, ref] : tensor) w.class_of[ref] = cls;
+    return w;
+}
+
+/// The class of witness tensor `t`, adding the created node that makes it (and the nodes
+/// it reads) to the e-graph first.
+inline ClassId class_of_tensor(EGraph& eg, Witness& w, TensorRef t, std::uint32_t rule) {
+    if (const auto it = w.class_of.find(t); it != w.class_of.end()) return it->second;
+    const Node& n = w.graph.node(t.node);
+    std::vector<ClassId> children;
+    for (const TensorRef& in : n.inputs) children.push_back(in.present() ? class_of_tensor(eg, w, in, rule) : no_class);
+    ENode e = enode_of(n, std::move(children));
+    e.origin = NodeId{};
+    e.payload.name.clear();
+    e.made_by = rule;
+    std::vector<TensorType> types;
+    for (const NodeOutput& o : n.outputs) types.push_back(o.type);
+    const std::vector<ClassId> outs = add_outputs(eg, std::move(e), types);
+    for (std::uint32_t k = 0; k < outs.size(); ++k) w.class_of[{t.node, k}] = outs[k];
+    return w.class_of.at(t);
+}
+
+}  // namespace detail
+
+/// A match the graph matcher accepted: its witness, with the target's nodes added.
+struct AcceptedMatch {
+    detail::Witness witness;
+    std::vector<NodeId> created;
+};
+
+/// The witness of `m` with the target instantiated, if the graph matcher accepts the
+/// match there (see the file comment); nullopt otherwise.
+[[nodiscard]] inline std::optional<AcceptedMatch> accept_ematch(const EGraph& eg, const rewrite::RuleSet& rules, const EMatch& m) {
+    const rewrite::Rule& rule = rules[m.rule];
+    try {
+        std::optional<detail::Witness> w = detail::make_witness(eg, rule, m);
+        if (!w) return std::nullopt;
+        const rewrite::GraphIndex index(w->graph);
+        rewrite::Matcher matcher(rules, w->graph, index);
+        if (!matcher.is_location(m.rule, w->location)) return std::nullopt;
+        rewrite::detail::SymbolTable symbols;
+        rewrite::detail::bind_symbols(rule, w->graph, w->location, symbols);
+        rewrite::detail::TargetInstance instance;
+        if (!rewrite::detail::instantiate_target(rule, rewrite::detail::EvalContext{w->graph, w->location, symbols}, instance))
+            return std::nullopt;
+        std::vector<NodeId> created = rewrite::detail::add_target(w->graph, rule, w->location, instance);
+        return AcceptedMatch{std::move(*w), std::move(created)};
+    } catch (const shape_error&) {
+        return std::nullopt;  // the target's ops do not fit these shapes (Tensat checks this too)
+    } catch (const graph_error&) {
+        return std::nullopt;  // nor their attributes
+    }
+}
+
+/// Applies rule `m.rule` at `m` if the graph matcher accepts it: adds the target's
+/// e-nodes and unites each replaced class with its replacement. Returns whether it was
+/// applied (the e-graph may not have changed: its nodes may all exist already).
+inline bool apply_ematch(EGraph& eg, const rewrite::RuleSet& rules, const EMatch& m) {
+    std::optional<AcceptedMatch> a = accept_ematch(eg, rules, m);
+    if (!a) return false;
+    detail::Witness& w = a->witness;
+    std::vector<std::pair<ClassId, ClassId>> unions;  // (replaced, replacement)
+    for (const rewrite::OutputMapping& o : rules[m.rule].outputs)
+        unions.emplace_back(detail::class_of_tensor(eg, w, w.location.tensor(o.source), m.rule),
+                            detail::class_of_tensor(eg, w, rewrite::detail::resolve(o.target, w.location, a->created), m.rule));
+    for (const auto& [replaced, by] : unions) eg.merge(replaced, by);
+    return true;
+}
+
+}  // namespace rlflow::search

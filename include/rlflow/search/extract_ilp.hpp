@@ -1,0 +1,334 @@
+#pragma once
+/// \file
+/// Extraction as an integer linear program (Tensat's formulation), solved by CBC.
+///
+/// A binary x_e per e-node of the classes the roots reach, and an order value t_c in
+/// [0, M] per class (M classes):
+/// - every root class has a chosen e-node: sum of x_e over it >= 1;
+/// - a chosen e-node's child classes each have one: sum of x_f over child class k - x_e >= 0;
+/// - a chosen e-node sits above its children: t_class(e) - t_k - M x_e >= 1 - M, so the
+///   choices form no cycle (an e-node that consumes its own class is left out). Only
+///   edges inside a strongly connected component of the class graph can lie on a cycle,
+///   and each big-M row weakens the LP relaxation, so these rows are added lazily, for
+///   the components a solution's cycle runs in (ExtractionIlp);
+/// - minimise the sum of the chosen e-nodes' prices: the graph's cost with every shared
+///   subgraph counted once, where greedy counts it once per use.
+/// The solver is given greedy's choice (which satisfies all of this) as a start and its
+/// cost as a cutoff. CBC does not always use such a start (on inception-v3's e-graph it
+/// reported it could not, and found nothing in 60 s), and the LP relaxation of these
+/// rows is weak, so eqsat keeps the cheaper of greedy's and the ILP's graphs. With no
+/// solution, greedy's choice is returned and the status says so.
+///
+/// Built only where CBC is found (Debian: coinor-libcbc-dev, which tools/setup.sh installs);
+/// elsewhere `ilp_available` is false and ilp_choice throws.
+
+#include <rlflow/search/egraph_convert.hpp>
+#include <rlflow/search/extract.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#if defined(RLFLOW_HAS_CBC)
+#include <Cbc_C_Interface.h>
+#endif
+
+namespace rlflow::search {
+
+#if defined(RLFLOW_HAS_CBC)
+inline constexpr bool ilp_available = true;
+#else
+inline constexpr bool ilp_available = false;
+#endif
+
+/// What the ILP gave.
+struct IlpOutcome {
+    /// class id -> e-node (greedy's where the solver found nothing).
+    std::vector<ENodeId> choice;
+    /// optimal, time_limit (a solution, not proven optimal), no_solution, infeasible, or
+    /// cyclic (its last solution still had a cycle).
+    std::string status;
+    /// The solver's objective and lower bound, ms, and their relative gap.
+    double objective = 0;
+    double bound = 0;
+    double gap = 0;
+    std::size_t variables = 0;
+    std::size_t constraints = 0;
+    /// Models solved (order rows are added lazily, see ExtractionIlp).
+    int rounds = 0;
+    double seconds = 0;
+};
+
+namespace detail {
+
+/// The classes `roots` reach through any e-node, and an index for each.
+struct IlpClasses {
+    std::vector<ClassId> classes;
+    std::vector<int> index;  // class id -> position, -1 if unreached
+};
+
+[[nodiscard]] inline IlpClasses reached_classes(const EGraph& eg, const std::vector<ClassId>& roots) {
+    IlpClasses r;
+    r.index.assign(eg.class_bound(), -1);
+    std::vector<ClassId> stack;
+    for (const ClassId c : roots) stack.push_back(eg.find(c));
+    while (!stack.empty()) {
+        const ClassId c = stack.back();
+        stack.pop_back();
+        if (r.index[c] >= 0) continue;
+        r.index[c] = static_cast<int>(r.classes.size());
+        r.classes.push_back(c);
+        for (const ENodeId e : eg.members(c))
+            for (const ClassId k : eg.node(e).children)
+                if (k != no_class && r.index[eg.find(k)] < 0) stack.push_back(eg.find(k));
+    }
+    return r;
+}
+
+/// The strongly connected component of each reached class (by position in `r.classes`),
+/// over edges from a class to its e-nodes' children (Tarjan's algorithm, iterative). Only
+/// an edge inside a component can be part of a cycle.
+[[nodiscard]] inline std::vector<int> class_components(const EGraph& eg, const IlpClasses& r) {
+    const std::size_t n = r.classes.size();
+    std::vector<std::vector<int>> next(n);
+    for (std::size_t i = 0; i < n; ++i)
+        for (const ENodeId e : eg.members(r.classes[i]))
+            for (const ClassId k : child_classes(eg, e)) next[i].push_back(r.index[k]);
+    std::vector<int> component(n, -1), order(n, -1), low(n, 0), stack;
+    std::vector<char> on_stack(n, 0);
+    int counter = 0, components = 0;
+    std::vector<std::pair<int, std::size_t>> frames;  // (class, next edge)
+    for (std::size_t root = 0; root < n; ++root) {
+        if (order[root] >= 0) continue;
+        frames.emplace_back(static_cast<int>(root), 0);
+        while (!frames.empty()) {
+            auto& [v, edge] = frames.back();
+            if (edge == 0 && order[v] < 0) {
+                order[v] = low[v] = counter++;
+                stack.push_back(v);
+                on_stack[v] = 1;
+            }
+            if (edge < next[v].size()) {
+                const int w = next[v][edge++];
+                if (order[w] < 0) frames.emplace_back(w, 0);
+                else if (on_stack[w]) low[v] = std::min(low[v], order[w]);
+                continue;
+            }
+            if (low[v] == order[v]) {
+                for (int w = -1; w != v;) {
+                    w = stack.back();
+                    stack.pop_back();
+                    on_stack[w] = 0;
+                    component[w] = components;
+                }
+                ++components;
+            }
+            const int done = v;
+            frames.pop_back();
+            if (!frames.empty()) low[frames.back().first] = std::min(low[frames.back().first], low[done]);
+        }
+    }
+    return component;
+}
+
+}  // namespace detail
+
+#if defined(RLFLOW_HAS_CBC)
+
+namespace detail {
+
+/// Deletes a CBC model.
+struct CbcModelDeleter {
+    void operator()(Cbc_Model* m) const { Cbc_deleteModel(m); }
+};
+using CbcModel = std::unique_ptr<Cbc_Model, CbcModelDeleter>;
+
+/// The ILP of the file comment. Order rows are added lazily: a first model has none; if
+/// its solution has a cycle, the strongly connected components that the solution's
+/// edges run inside get their order rows and the model is solved again (at most
+/// `max_rounds` times, the last with every component's rows).
+class ExtractionIlp {
+public:
+    /// Added to every e-node's price, in ms: a tiny price on free e-nodes (sources,
+    /// outputs of tuples, weight-only arithmetic) keeps the LP from choosing them
+    /// fractionally where nothing needs them, which otherwise stops CBC from completing
+    /// the start it is given.
+    static constexpr double free_node_price = 1e-6;
+    static constexpr int max_rounds = 4;
+
+    ExtractionIlp(const EGraph& eg, const std::vector<ClassId>& roots, const std::vector<double>& cost)
+        : m_eg(eg), m_roots(roots), m_reach(reached_classes(eg, roots)) {
+        for (const ClassId c : m_reach.classes)
+            for (const ENodeId e : eg.members(c)) {
+                const std::vector<ClassId> kids = child_classes(eg, e);
+                if (std::find(kids.begin(), kids.end(), c) != kids.end()) continue;  // consumes its own class
+                m_column_of.emplace(e, static_cast<int>(m_nodes.size()));
+                m_nodes.push_back(e);
+                m_cost.push_back(cost[e] + free_node_price);
+            }
+        m_component = class_components(eg, m_reach);
+    }
+
+    /// Solves from `start` for at most `seconds` in all.
+    [[nodiscard]] IlpOutcome solve(const std::vector<ENodeId>& start, double seconds);
+
+private:
+    [[nodiscard]] int t_column(ClassId c) const { return static_cast<int>(m_nodes.size()) + m_reach.index[c]; }
+    [[nodiscard]] int component_of(ClassId c) const { return m_component[static_cast<std::size_t>(m_reach.index[c])]; }
+
+    /// The model with order rows inside the components marked in `ordered`.
+    [[nodiscard]] CbcModel build(const std::vector<char>& ordered) {
+        CbcModel model(Cbc_newModel());
+        m_rows = 0;
+        for (const double c : m_cost) Cbc_addCol(model.get(), "", 0.0, 1.0, c, 1, 0, nullptr, nullptr);
+        const double m = static_cast<double>(m_reach.classes.size());
+        for (std::size_t c = 0; c < m_reach.classes.size(); ++c) Cbc_addCol(model.get(), "", 0.0, m, 0.0, 0, 0, nullptr, nullptr);
+        for (const ClassId r : m_roots) add_choice_row(model.get(), m_eg.find(r), -1);
+        for (std::size_t i = 0; i < m_nodes.size(); ++i) {
+            const ClassId own = m_eg.class_of(m_nodes[i]);
+            for (const ClassId k : child_classes(m_eg, m_nodes[i])) {
+                add_choice_row(model.get(), k, static_cast<int>(i));
+                if (component_of(own) != component_of(k) || !ordered[static_cast<std::size_t>(component_of(own))]) continue;
+                const int cols[] = {t_column(own), t_column(k), static_cast<int>(i)};
+                const double coefs[] = {1.0, -1.0, -m};
+                Cbc_addRow(model.get(), "", 3, cols, coefs, 'G', 1.0 - m);
+                ++m_rows;
+            }
+        }
+        return model;
+    }
+
+    /// sum of x over class c (minus x of column `parent`, if any) >= (parent ? 0 : 1).
+    void add_choice_row(Cbc_Model* model, ClassId c, int parent) {
+        std::vector<int> cols;
+        std::vector<double> coefs;
+        for (const ENodeId f : m_eg.members(c))
+            if (const auto it = m_column_of.find(f); it != m_column_of.end()) {
+                cols.push_back(it->second);
+                coefs.push_back(1.0);
+            }
+        if (parent >= 0) {
+            cols.push_back(parent);
+            coefs.push_back(-1.0);
+        }
+        Cbc_addRow(model, "", static_cast<int>(cols.size()), cols.data(), coefs.data(), 'G', parent >= 0 ? 0.0 : 1.0);
+        ++m_rows;
+    }
+
+    /// Marks in `ordered` the components a chosen e-node's edge runs inside; whether any was new.
+    [[nodiscard]] bool order_used_components(const std::vector<ENodeId>& choice, std::vector<char>& ordered) const {
+        bool added = false;
+        for (const ClassId c : m_reach.classes) {
+            if (choice[c] == no_choice) continue;
+            for (const ClassId k : child_classes(m_eg, choice[c])) {
+                const int comp = component_of(c);
+                if (comp != component_of(k) || ordered[static_cast<std::size_t>(comp)]) continue;
+                ordered[static_cast<std::size_t>(comp)] = 1;
+                added = true;
+            }
+        }
+        return added;
+    }
+
+    /// Solves `model` from `start` for `seconds`; fills `out` and returns the solution's choice
+    /// (nullopt when there is none).
+    [[nodiscard]] std::optional<std::vector<ENodeId>> run(Cbc_Model* model, const std::vector<ENodeId>& start, double seconds,
+                                                          IlpOutcome& out) const;
+
+    const EGraph& m_eg;
+    std::vector<ClassId> m_roots;
+    IlpClasses m_reach;
+    std::vector<int> m_component;
+    std::vector<ENodeId> m_nodes;  // column -> e-node
+    std::vector<double> m_cost;    // column -> price
+    std::unordered_map<ENodeId, int> m_column_of;
+    std::size_t m_rows = 0;
+};
+
+inline std::optional<std::vector<ENodeId>> ExtractionIlp::run(Cbc_Model* model, const std::vector<ENodeId>& start, double seconds,
+                                                              IlpOutcome& out) const {
+    // Greedy's choice as the MIP start: CBC takes a start's nonzero binaries (its chosen
+    // e-nodes) and computes the rest. Nothing costlier than it is worth exploring.
+    std::vector<int> columns;
+    std::vector<double> ones;
+    double start_cost = 0;
+    for (const ClassId c : post_order(m_eg, m_roots, start))
+        if (const auto it = m_column_of.find(start[c]); it != m_column_of.end()) {
+            columns.push_back(it->second);
+            ones.push_back(1.0);
+            start_cost += m_cost[static_cast<std::size_t>(it->second)];
+        }
+    Cbc_setMIPStartI(model, static_cast<int>(columns.size()), columns.data(), ones.data());
+    constexpr double cutoff_slack = 1e-3;
+    Cbc_setCutoff(model, start_cost * (1 + cutoff_slack) + 1e-9);
+    Cbc_setLogLevel(model, 0);
+    Cbc_setMaximumSeconds(model, std::max(seconds, 1.0));
+    Cbc_solve(model);
+    const double* x = Cbc_bestSolution(model);
+    out.variables = m_nodes.size() + m_reach.classes.size();
+    out.constraints = m_rows;
+    if (Cbc_isProvenInfeasible(model)) out.status = "infeasible";
+    else if (!x) out.status = "no_solution";
+    else out.status = Cbc_isProvenOptimal(model) ? "optimal" : "time_limit";
+    if (!x) return std::nullopt;
+    std::vector<ENodeId> choice = start;
+    for (const ClassId c : m_reach.classes) choice[c] = no_choice;
+    for (std::size_t i = 0; i < m_nodes.size(); ++i)
+        if (x[i] > 0.5 && choice[m_eg.class_of(m_nodes[i])] == no_choice) choice[m_eg.class_of(m_nodes[i])] = m_nodes[i];
+    out.objective = Cbc_getObjValue(model);
+    out.bound = Cbc_getBestPossibleObjValue(model);
+    out.gap = out.objective > 0 ? std::max(0.0, (out.objective - out.bound) / out.objective) : 0.0;
+    return choice;
+}
+
+inline IlpOutcome ExtractionIlp::solve(const std::vector<ENodeId>& start, double seconds) {
+    const auto began = std::chrono::steady_clock::now();
+    const auto left = [&] { return seconds - std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(); };
+    IlpOutcome out;
+    out.choice = start;
+    std::vector<char> ordered(m_reach.classes.size(), 0);
+    for (int round = 1; round <= max_rounds; ++round) {
+        if (round == max_rounds) std::fill(ordered.begin(), ordered.end(), char{1});
+        CbcModel model = build(ordered);
+        const std::optional<std::vector<ENodeId>> choice = run(model.get(), start, left(), out);
+        out.rounds = round;
+        if (!choice) break;
+        try {
+            (void)post_order(m_eg, m_roots, *choice);
+            out.choice = *choice;
+            break;
+        } catch (const graph_error&) {
+            // A cycle: order the components the solution runs inside, and solve again.
+            if (!order_used_components(*choice, ordered) || left() <= 0) {
+                out.status = "cyclic";
+                break;
+            }
+        }
+    }
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    return out;
+}
+
+}  // namespace detail
+
+/// The ILP's choice for `roots` (see the file comment), starting from `start` (greedy's).
+[[nodiscard]] inline IlpOutcome ilp_choice(const EGraph& eg, const std::vector<ClassId>& roots, const std::vector<double>& cost,
+                                           const std::vector<ENodeId>& start, double seconds) {
+    detail::ExtractionIlp ilp(eg, roots, cost);
+    return ilp.solve(start, seconds);
+}
+
+#else
+
+[[nodiscard]] inline IlpOutcome ilp_choice(const EGraph&, const std::vector<ClassId>&, const std::vector<double>&,
+                                           const std::vector<ENodeId>&, double) {
+    throw precondition_error("ILP extraction needs CBC: install coinor-libcbc-dev (bash tools/setup.sh does) and rebuild");
+}
+
+#endif
+
+}  // namespace rlflow::search

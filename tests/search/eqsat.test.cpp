@@ -1,0 +1,99 @@
+// Equality saturation end to end (search/eqsat.hpp): on zoo graphs it is never costlier
+// than greedy search under the same rules and prices, its result computes what the input
+// does, its limits and stop flag end exploration and extraction still runs, and it is
+// deterministic.
+
+#include <rlflow/core/canonical.hpp>
+#include <rlflow/cost.hpp>
+#include <rlflow/exec.hpp>
+#include <rlflow/models/zoo.hpp>
+#include <rlflow/rewrite.hpp>
+#include <rlflow/search.hpp>
+
+#include "support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+
+using namespace rlflow;
+using cost::AnalyticBackend;
+using cost::CostModel;
+
+namespace {
+
+using search_test::rules;
+using search_test::weighted;
+
+search::EqsatOptions small_limits() {
+    search::EqsatOptions eq;
+    eq.iteration_limit = 4;
+    eq.node_limit = 20000;
+    eq.extraction = search::EqsatOptions::Extraction::greedy;
+    return eq;
+}
+
+}  // namespace
+
+TEST_CASE("eqsat is never costlier than greedy search and keeps the function of zoo graphs") {
+    for (const char* name : {"squeezenet1_1", "resnet18", "bert"}) {
+        CAPTURE(name);
+        const Graph g = weighted(name);
+        CostModel<AnalyticBackend> model(AnalyticBackend::preset("v100"));
+        const search::SearchResult greedy = search::greedy(g, rules(), model);
+        const search::EqsatResult eq = search::eqsat(g, rules(), model, {}, small_limits());
+        CHECK(eq.search.initial_cost_ms == doctest::Approx(model.graph_cost(g)));
+        CHECK(eq.search.best_cost_ms == doctest::Approx(model.graph_cost(eq.search.graph)));
+        CHECK(eq.search.best_cost_ms <= greedy.best_cost_ms * (1 + 1e-9));
+        CHECK(eq.stats.iterations >= 1);
+        CHECK(eq.stats.enodes >= g.num_nodes() / 2);
+        CHECK(eq.stats.classes <= eq.stats.enodes);
+        const auto report = rewrite::check_equivalence(g, eq.search.graph, {.trials = 1, .seed = 1, .rtol = 1e-3, .atol = 1e-4});
+        CHECK_MESSAGE(report.equal, report.detail);
+    }
+}
+
+TEST_CASE("the ILP's graph is never costlier than greedy extraction's") {
+    if (!search::ilp_available) {
+        MESSAGE("skipped: the ILP needs CBC (coinor-libcbc-dev)");
+        return;
+    }
+    const Graph g = weighted("squeezenet1_1");
+    CostModel<AnalyticBackend> model(AnalyticBackend::preset("v100"));
+    search::EqsatOptions eq = small_limits();
+    eq.extraction = search::EqsatOptions::Extraction::ilp;
+    const search::EqsatResult r = search::eqsat(g, rules(), model, {}, eq);
+    REQUIRE(r.stats.ilp.has_value());
+    CHECK(r.stats.ilp->variables > 0);
+    CHECK(r.stats.ilp->status != "infeasible");
+    CHECK(r.search.best_cost_ms <= r.stats.greedy_cost_ms * (1 + 1e-9));
+    CHECK(r.stats.extraction == (r.stats.ilp_cost_ms < r.stats.greedy_cost_ms ? "ilp" : "greedy"));
+    const auto report = rewrite::check_equivalence(g, r.search.graph, {.trials = 1, .seed = 1, .rtol = 1e-3, .atol = 1e-4});
+    CHECK_MESSAGE(report.equal, report.detail);
+}
+
+TEST_CASE("eqsat stops at its limits or a raised stop flag and still extracts, deterministically") {
+    const Graph g = weighted("squeezenet1_1");
+    CostModel<AnalyticBackend> model(AnalyticBackend::preset("v100"));
+    search::EqsatOptions eq = small_limits();
+    eq.iteration_limit = 1;
+    const search::EqsatResult one = search::eqsat(g, rules(), model, {}, eq);
+    CHECK(one.stats.stop == "iteration_limit");
+    CHECK(one.stats.iterations == 1);
+    CHECK(one.search.reason == search::StopReason::budget);
+    eq.iteration_limit = 10;
+    eq.node_limit = g.num_nodes();
+    const search::EqsatResult capped = search::eqsat(g, rules(), model, {}, eq);
+    CHECK(capped.stats.stop == "node_limit");
+    std::atomic<bool> stop{true};
+    search::SearchOptions options;
+    options.stop = &stop;
+    const search::EqsatResult stopped = search::eqsat(g, rules(), model, options, eq);
+    CHECK(stopped.stats.stop == "interrupted");
+    CHECK(stopped.search.reason == search::StopReason::interrupted);
+    CHECK(stopped.search.best_cost_ms <= stopped.search.initial_cost_ms);
+    const search::EqsatResult again = search::eqsat(g, rules(), model, {}, small_limits());
+    const search::EqsatResult twice = search::eqsat(g, rules(), model, {}, small_limits());
+    CHECK(canonical_hash(again.search.graph) == canonical_hash(twice.search.graph));
+    CHECK(again.stats.enodes == twice.stats.enodes);
+}

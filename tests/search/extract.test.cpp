@@ -1,0 +1,185 @@
+// Extraction (search/extract.hpp, search/extract_ilp.hpp): greedy's choice is acyclic and
+// optimal for tree costs; the ILP finds the optimum of shared (DAG) costs where greedy
+// does not, checked by brute force; cycles in the e-graph never reach a graph.
+
+#include <rlflow/cost.hpp>
+#include <rlflow/exec.hpp>
+#include <rlflow/rewrite.hpp>
+#include <rlflow/search/egraph_convert.hpp>
+#include <rlflow/search/erewrite.hpp>
+#include <rlflow/search/extract.hpp>
+#include <rlflow/search/extract_ilp.hpp>
+
+#include "../rewrite/rule_samples.hpp"
+
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <limits>
+#include <set>
+
+using namespace rlflow;
+using search::ClassId;
+using search::EGraph;
+using search::ENode;
+using search::ENodeId;
+
+namespace {
+
+TensorType f32(const Shape& s) { return {DType::Float32, s}; }
+
+/// The sum of the prices of the e-nodes `choice` reaches from `roots` (each once), or
+/// infinity when the choice has a cycle.
+double dag_cost(const EGraph& eg, const std::vector<ClassId>& roots, const std::vector<ENodeId>& choice,
+                const std::vector<double>& cost) {
+    try {
+        double total = 0;
+        for (const ClassId c : search::detail::post_order(eg, roots, choice)) total += cost[choice[c]];
+        return total;
+    } catch (const graph_error&) {
+        return std::numeric_limits<double>::infinity();
+    }
+}
+
+/// The least DAG cost over every choice of one e-node per class, by enumeration.
+double brute_force(const EGraph& eg, const std::vector<ClassId>& roots, const std::vector<double>& cost) {
+    std::vector<ClassId> classes;
+    for (ClassId c = 0; c < eg.class_bound(); ++c)
+        if (eg.find(c) == c) classes.push_back(c);
+    std::vector<ENodeId> choice(eg.class_bound(), search::no_choice);
+    double best = std::numeric_limits<double>::infinity();
+    std::function<void(std::size_t)> walk = [&](std::size_t i) {
+        if (i == classes.size()) {
+            best = std::min(best, dag_cost(eg, roots, choice, cost));
+            return;
+        }
+        for (const ENodeId e : eg.members(classes[i])) {
+            choice[classes[i]] = e;
+            walk(i + 1);
+        }
+    };
+    walk(0);
+    return best;
+}
+
+ENode input_leaf(std::uint32_t id) {
+    ENode e;
+    e.kind = ENode::Kind::fixed;
+    e.payload.op = OpKind::Input;
+    e.origin = NodeId{id};
+    return e;
+}
+
+ENode unary(OpKind op, ClassId child) {
+    ENode e;
+    e.payload.op = op;
+    e.children = {child};
+    return e;
+}
+
+}  // namespace
+
+TEST_CASE("greedy extraction counts a shared subgraph once per use and ILP finds the optimum, checked by brute force") {
+    // Two outputs, each either cheap alone (Tanh, Sigmoid of x: 7 each) or 1 on top of a
+    // shared Relu(x) that costs 10. Greedy, pricing trees, takes the two 7s (14); the best
+    // graph shares the Relu (10 + 1 + 1 = 12).
+    EGraph eg;
+    const TensorType t = f32({4});
+    const ClassId x = eg.add(input_leaf(0), {t});
+    const ClassId shared = eg.add(unary(OpKind::Relu, x), {t});
+    const ClassId first = eg.add(unary(OpKind::Tanh, x), {t});
+    const ClassId second = eg.add(unary(OpKind::Sigmoid, x), {t});
+    eg.merge(first, eg.add(unary(OpKind::Erf, shared), {t}));
+    eg.merge(second, eg.add(unary(OpKind::Sqrt, shared), {t}));
+    eg.rebuild();
+    std::vector<double> cost(eg.node_bound(), 0.0);
+    for (ENodeId e = 0; e < eg.node_bound(); ++e) {
+        const OpKind op = eg.node(e).payload.op;
+        cost[e] = op == OpKind::Relu ? 10.0 : op == OpKind::Tanh || op == OpKind::Sigmoid ? 7.0 : op == OpKind::Input ? 0.0 : 1.0;
+    }
+    const std::vector<ClassId> roots{first, second};
+    const double optimum = brute_force(eg, roots, cost);
+    CHECK(optimum == doctest::Approx(12.0));
+    const std::vector<ENodeId> greedy = search::greedy_choice(eg, cost);
+    CHECK(dag_cost(eg, roots, greedy, cost) == doctest::Approx(14.0));
+    if (!search::ilp_available) {
+        MESSAGE("skipped: the ILP needs CBC (coinor-libcbc-dev)");
+        return;
+    }
+    const search::IlpOutcome ilp = search::ilp_choice(eg, roots, cost, greedy, 10.0);
+    CHECK(ilp.status == "optimal");
+    CHECK(ilp.objective == doctest::Approx(optimum));
+    CHECK(dag_cost(eg, roots, ilp.choice, cost) == doctest::Approx(optimum));
+    CHECK(ilp.gap == doctest::Approx(0.0));
+}
+
+TEST_CASE("ILP matches brute force on small random e-graphs") {
+    if (!search::ilp_available) {
+        MESSAGE("skipped: the ILP needs CBC (coinor-libcbc-dev)");
+        return;
+    }
+    const OpKind ops[] = {OpKind::Relu, OpKind::Tanh, OpKind::Sigmoid, OpKind::Erf, OpKind::Sqrt, OpKind::Identity};
+    Rng rng(7);
+    for (int trial = 0; trial < 20; ++trial) {
+        CAPTURE(trial);
+        EGraph eg;
+        const TensorType t = f32({4});
+        std::vector<ClassId> classes{eg.add(input_leaf(0), {t})};
+        std::vector<double> cost{0.0};
+        for (int i = 0; i < 7; ++i) {
+            const ClassId child = classes[rng.below(classes.size())];
+            const ClassId c = eg.add(unary(ops[rng.below(std::size(ops))], child), {t});
+            classes.push_back(c);
+            if (i >= 2 && rng.uniform() < 0.5) eg.merge(c, classes[1 + rng.below(classes.size() - 2)]);
+        }
+        eg.rebuild();
+        cost.resize(eg.node_bound());
+        for (ENodeId e = 1; e < eg.node_bound(); ++e) cost[e] = 1.0 + 9.0 * rng.uniform();
+        const std::vector<ClassId> roots{eg.find(classes.back()), eg.find(classes[classes.size() - 2])};
+        const double optimum = brute_force(eg, roots, cost);
+        const std::vector<ENodeId> greedy = search::greedy_choice(eg, cost);
+        CHECK(dag_cost(eg, roots, greedy, cost) >= optimum - 1e-9);  // acyclic, so finite and no better
+        const search::IlpOutcome ilp = search::ilp_choice(eg, roots, cost, greedy, 10.0);
+        CHECK(ilp.status == "optimal");
+        CHECK(dag_cost(eg, roots, ilp.choice, cost) == doctest::Approx(optimum));
+    }
+}
+
+TEST_CASE("a rewrite that makes a class reach itself never puts a cycle in the extracted graph") {
+    // y = Relu(Transpose(Transpose(x))) with permutations that cancel: the rule unites
+    // Transpose(Transpose(x)) with x, so x's class holds an e-node that consumes, through
+    // the inner Transpose's class, x's class itself.
+    Graph g;
+    const TensorRef x{g.add_input("x", f32({2, 3})), 0};
+    Attributes perm;
+    perm.set("perm", std::vector<std::int64_t>{1, 0});
+    const TensorRef inner{g.add_node(OpKind::Transpose, {x}, perm), 0};
+    const TensorRef outer{g.add_node(OpKind::Transpose, {inner}, perm), 0};
+    g.add_output({g.add_node(OpKind::Relu, {outer}), 0}, "y");
+    const rewrite::RuleSet rules({rule_samples::cancel_transpose_pair()});
+    search::SeededEGraph seeded = search::seed_egraph(g);
+    std::vector<search::EMatch> matches;
+    search::EMatcher(seeded.egraph, rules).find_all(0, matches, 100);
+    REQUIRE(matches.size() == 1);
+    CHECK(search::apply_ematch(seeded.egraph, rules, matches[0]));
+    seeded.egraph.rebuild();
+    // The cycle is there: x's class consumes the inner Transpose's class, which consumes x's.
+    REQUIRE(seeded.egraph.node(0).payload.op == OpKind::Input);  // sources enter first
+    const ClassId x_class = seeded.egraph.class_of(0);
+    bool cyclic = false;
+    for (const ENodeId e : seeded.egraph.members(x_class))
+        for (const ClassId k : seeded.egraph.node(e).children)
+            for (const ENodeId f : seeded.egraph.members(seeded.egraph.find(k)))
+                for (const ClassId j : seeded.egraph.node(f).children) cyclic = cyclic || seeded.egraph.find(j) == x_class;
+    CHECK(cyclic);
+    cost::CostModel<cost::AnalyticBackend> model;
+    const std::vector<double> cost = search::enode_costs(seeded.egraph, model);
+    std::vector<std::vector<ENodeId>> choices{search::greedy_choice(seeded.egraph, cost)};
+    if (search::ilp_available) choices.push_back(search::ilp_choice(seeded.egraph, seeded.roots, cost, choices[0], 10.0).choice);
+    for (const auto& choice : choices) {
+        const Graph out = search::extract_graph(g, seeded, choice);
+        CHECK(out.num_nodes() == 2);  // x and the Relu
+        const auto report = rewrite::check_equivalence(g, out, {.trials = 2, .seed = 3, .rtol = 1e-6, .atol = 0});
+        CHECK_MESSAGE(report.equal, report.detail);
+    }
+}
