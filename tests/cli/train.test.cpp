@@ -150,8 +150,11 @@ TEST_CASE("train on one thread and on two writes the same agent") {
     CHECK(agent["episode_actions"].size() == 6);  // 3 environments for each of the 2 graphs
 }
 
-TEST_CASE("train --reward ort-latency rewards the ORT latency of whole graphs, and resume keeps to it") {
-    if (!ort_installed()) return;
+TEST_CASE("train --reward ort-latency rewards the ORT latency of whole graphs, writes the fastest graph it timed, and resume keeps to it") {
+    if (!ort_installed()) {
+        MESSAGE("skipped: ONNX Runtime (node and onnxruntime-node in tools/ort) is not installed");
+        return;
+    }
     const ScratchDir dir("rlflow-cli-train-latency");
     const std::string agent = dir.file("agent");
     const Result trained = run_cli("train --graph zoo:squeezenet1_1 --cost analytic --reward ort-latency --rollout-steps 4 "
@@ -159,6 +162,12 @@ TEST_CASE("train --reward ort-latency rewards the ORT latency of whole graphs, a
     REQUIRE_MESSAGE(trained.exit_code == 0, trained.output);
     CHECK(trained.output.find("rewards from ort-latency:") != std::string::npos);
     CHECK(trained.output.find("graphs timed") != std::string::npos);
+    // The fastest graph timed is written, loads again, and its latency is no more than the start's.
+    const nlohmann::json fastest = nlohmann::json::parse(read_file(agent + "/fastest.json"));
+    REQUIRE(fastest.size() == 1);
+    CHECK(fastest[0]["graph"] == "zoo:squeezenet1_1");
+    CHECK(fastest[0]["fastest_ms"].get<double>() <= fastest[0]["start_ms"].get<double>());
+    CHECK(run_cli("info " + fastest[0]["file"].get<std::string>()).exit_code == 0);
     const nlohmann::json state = nlohmann::json::parse(read_file(agent + "/agent.json"));
     CHECK(state["cost_backend"].get<std::string>().starts_with("ort-latency:"));
     // Resuming with per-op rewards would mix two kinds of reward: refused, naming both.

@@ -1,11 +1,13 @@
 // OrtLatency (rl/ort_latency.hpp): whole graphs timed in ONNX Runtime, cached by their
 // canonical form. Skipped where ONNX Runtime is not installed.
+#include <rlflow/core/canonical.hpp>
 #include <rlflow/core/graph.hpp>
 #include <rlflow/exec/random.hpp>
 #include <rlflow/rl/ort_latency.hpp>
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <vector>
 
 using namespace rlflow;
@@ -20,7 +22,7 @@ Graph small_graph(bool add) {
     const NodeId w = g.add_weight("w", t);
     NodeId y = g.add_node(OpKind::Relu, {{g.add_node(OpKind::MatMul, {{x, 0}, {w, 0}}), 0}});
     if (add) y = g.add_node(OpKind::Add, {{y, 0}, {x, 0}});
-    g.add_output({y, 0});
+    g.add_output({y, 0}, "y");  // rewrites keep graph output names: one interface
     exec::fill_random_weights(g, 1);
     return g;
 }
@@ -46,6 +48,14 @@ TEST_CASE("ORT latencies of whole graphs are measured once per canonical graph")
     CHECK(latency(small_graph(false)) == plain);
     CHECK(latency.measured() == 1);
     CHECK(latency.cache_hits() == 1);
-    CHECK(latency(small_graph(true)) > 0);
+    const double added = latency(small_graph(true));
+    CHECK(added > 0);
     CHECK(latency.measured() == 2);
+    // Both have one interface: the faster is kept, and the first timed is the start.
+    const rl::OrtLatency::Fastest* fastest = latency.fastest(rl::OrtLatency::interface_key(small_graph(false)));
+    REQUIRE(fastest != nullptr);
+    CHECK(fastest->first_ms == plain);
+    CHECK(fastest->ms == std::min(plain, added));
+    CHECK(canonical_hash(fastest->graph) == canonical_hash(small_graph(added < plain)));
+    CHECK(latency.fastest("no such interface") == nullptr);
 }

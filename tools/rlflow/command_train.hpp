@@ -158,6 +158,34 @@ struct LatencyReward {
     }
 };
 
+/// The interface keys of `graphs`, in order (rl::OrtLatency::interface_key).
+inline std::vector<std::string> interface_keys(const std::vector<Graph>& graphs) {
+    std::vector<std::string> keys;
+    for (const Graph& g : graphs) keys.push_back(rl::OrtLatency::interface_key(g));
+    return keys;
+}
+
+/// --reward ort-latency: writes, for each training graph, the fastest graph its episodes
+/// reached as the environment measured it (DIR/fastest_<i>.onnx, and DIR/fastest.json with
+/// both latencies), so the figure can be checked outside training: one measurement is
+/// noisy, and the fastest of many is biased low, so time it again (tools/ort/compare.js).
+inline void write_fastest(const rl::OrtLatency& latency, const std::vector<std::string>& keys,
+                          const std::vector<std::string>& names, const std::filesystem::path& dir) {
+    nlohmann::json all = nlohmann::json::array();
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        const rl::OrtLatency::Fastest* f = latency.fastest(keys[i]);
+        if (!f) continue;
+        const std::filesystem::path file = dir / ("fastest_" + std::to_string(i) + ".onnx");
+        onnx_io::save_onnx(f->graph, file);
+        all.push_back({{"graph", names[i]}, {"file", file.string()}, {"start_ms", f->first_ms}, {"fastest_ms", f->ms},
+                       {"ratio", f->ms / f->first_ms}});
+        std::printf("fastest graph measured from %s: %s against %s at the start (%.3f); wrote %s (one measurement each: time it "
+                    "again before trusting the ratio)\n",
+                    names[i].c_str(), format_ms(f->ms).c_str(), format_ms(f->first_ms).c_str(), f->ms / f->first_ms, file.c_str());
+    }
+    write_file_atomically(dir / "fastest.json", all.dump(2) + "\n");
+}
+
 template <cost::CostBackend Backend>
 void train_with(const TrainOptions& o, Backend backend) {
     const std::filesystem::path dir(o.checkpoint);
@@ -175,6 +203,7 @@ void train_with(const TrainOptions& o, Backend backend) {
         o.resume ? rl::agent_rules(state, *library, dir)
                  : rl::rules_matching(*library, o.rules == "default" ? rewrite::builtin_rules().size() : 0, graphs));
     if (!o.resume) state.rules = rl::rule_names(*rules);
+    const std::vector<std::string> keys = interface_keys(graphs);
     rl::MfTrainer<AgentBackend, Backend> trainer(std::move(graphs), rules, model, state, o.jobs, reward.measure());
     if (o.resume) rl::load_agent_weights(dir, trainer.policy().parameters(), &trainer.adam());
     std::filesystem::create_directories(dir);
@@ -221,9 +250,11 @@ void train_with(const TrainOptions& o, Backend backend) {
     std::printf("%s after %zu updates, %zu environment steps, %zu episodes; agent saved in %s\n",
                 interrupted.load() ? "interrupted" : "done", trainer.state().updates, trainer.state().env_steps,
                 trainer.state().episodes, dir.c_str());
-    if (reward.latency)
+    if (reward.latency) {
         std::printf("ORT latency: %zu graphs timed, %zu answers from the cache\n", reward.latency->measured(),
                     reward.latency->cache_hits());
+        write_fastest(*reward.latency, keys, state.graphs, dir);
+    }
 }
 
 /// One iteration of model-based training as a line of train.jsonl.
@@ -277,6 +308,7 @@ void train_mb_with(const TrainOptions& o, Backend backend) {
     rl::MbAgentState state{.rules = rl::rule_names(*rules), .model = options.model, .controller = options.controller, .env = options.env,
                            .temperature = o.temperature, .cost_backend = reward.latency ? reward.latency->name() : model.name(),
                            .graphs = o.graphs, .seed = o.seed};
+    const std::vector<std::string> keys = interface_keys(graphs);
     rl::MbTrainer<AgentBackend, Backend> trainer(std::move(graphs), rules, model, options, o.jobs, reward.measure());
     std::filesystem::create_directories(dir);
     std::printf("training the model-based agent on %s: %zu xfers, rewards from %s, %zu real steps, %zu dream steps per iteration, "
@@ -318,6 +350,7 @@ void train_mb_with(const TrainOptions& o, Backend backend) {
     std::printf("%s after %zu iterations, %zu real steps, %zu dream steps, %zu episodes; agent saved in %s\n",
                 interrupted.load() ? "interrupted" : "done", state.iterations, trainer.real_steps(), trainer.dream_steps(),
                 trainer.episodes(), dir.c_str());
+    if (reward.latency) write_fastest(*reward.latency, keys, o.graphs, dir);
 }
 
 inline void dispatch_train(const TrainOptions& o) {
