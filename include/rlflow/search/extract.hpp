@@ -118,10 +118,10 @@ inline constexpr ENodeId no_choice = std::numeric_limits<ENodeId>::max();
         best[c] = total;
         for (const ENodeId p : eg.parents(c)) {
             if (!eg.alive(p) || --waiting[p] != 0) continue;
-            const std::vector<ClassId> kids = detail::child_classes(eg, p);
-            if (std::find(kids.begin(), kids.end(), eg.class_of(p)) != kids.end()) continue;  // consumes its own class
+            // An e-node that consumes its own class gets here only once that class is
+            // settled, so it is skipped when it comes off the queue.
             double sum = cost[p];
-            for (const ClassId k : kids) sum += best[k];
+            for (const ClassId k : detail::child_classes(eg, p)) sum += best[k];
             ready.emplace(sum, p);
         }
     }
