@@ -8,19 +8,27 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <filesystem>
 #include <vector>
 
 using namespace rlflow;
 
 namespace {
 
+/// Matrices of the small graphs are side x side.
+constexpr std::int64_t side = 64;
+
 /// y = Relu(x W) or, with `add`, y = Relu(x W) + x: two graphs of different latency.
-Graph small_graph(bool add) {
+/// With `chain` > 0, y is multiplied by W `chain` more times first.
+Graph small_graph(bool add, int chain = 0) {
     Graph g;
-    const TensorType t{DType::Float32, {64, 64}};
+    const TensorType t{DType::Float32, {side, side}};
     const NodeId x = g.add_input("x", t);
     const NodeId w = g.add_weight("w", t);
-    NodeId y = g.add_node(OpKind::Relu, {{g.add_node(OpKind::MatMul, {{x, 0}, {w, 0}}), 0}});
+    NodeId y = g.add_node(OpKind::MatMul, {{x, 0}, {w, 0}});
+    for (int i = 0; i < chain; ++i) y = g.add_node(OpKind::MatMul, {{y, 0}, {w, 0}});
+    y = g.add_node(OpKind::Relu, {{y, 0}});
     if (add) y = g.add_node(OpKind::Add, {{y, 0}, {x, 0}});
     g.add_output({y, 0}, "y");  // rewrites keep graph output names: one interface
     exec::fill_random_weights(g, 1);
@@ -55,7 +63,31 @@ TEST_CASE("ORT latencies of whole graphs are measured once per canonical graph")
     const rl::OrtLatency::Fastest* fastest = latency.fastest(rl::OrtLatency::interface_key(small_graph(false)));
     REQUIRE(fastest != nullptr);
     CHECK(fastest->first_ms == plain);
+    CHECK(std::filesystem::exists(fastest->file));  // the reference later graphs are timed against
     CHECK(fastest->ms == std::min(plain, added));
     CHECK(canonical_hash(fastest->graph) == canonical_hash(small_graph(added < plain)));
     CHECK(latency.fastest("no such interface") == nullptr);
+}
+
+TEST_CASE("ORT latencies of later graphs are the reference's times a paired ratio") {
+    if (const auto why = cost::ort_unavailable_reason()) {
+        MESSAGE("skipped: ", *why);
+        return;
+    }
+    cost::OrtWorker worker;
+    rl::OrtLatencyOptions options;
+    options.runs = 7;
+    options.sessions = 1;
+    rl::OrtLatency latency(worker, options);
+    const double reference = latency(small_graph(false));
+    // Sixteen more products of the same size: far more than twice the work of one product,
+    // a Relu and the call, so the paired ratio stays above 2 on a noisy machine too.
+    constexpr int extra_products = 16;
+    constexpr double least_ratio = 2;
+    const double heavy = latency(small_graph(false, extra_products));
+    CHECK(heavy > least_ratio * reference);
+    CHECK(latency.measured() == 2);
+    const rl::OrtLatency::Fastest* fastest = latency.fastest(rl::OrtLatency::interface_key(small_graph(false)));
+    REQUIRE(fastest != nullptr);
+    CHECK(fastest->ms == reference);  // the heavy graph did not displace the start
 }

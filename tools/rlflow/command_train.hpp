@@ -167,8 +167,9 @@ inline std::vector<std::string> interface_keys(const std::vector<Graph>& graphs)
 
 /// --reward ort-latency: writes, for each training graph, the fastest graph its episodes
 /// reached as the environment measured it (DIR/fastest_<i>.onnx, and DIR/fastest.json with
-/// both latencies), so the figure can be checked outside training: one measurement is
-/// noisy, and the fastest of many is biased low, so time it again (tools/ort/compare.js).
+/// both latencies), so the figure can be checked outside training: each graph was timed
+/// against the start in one set of sessions, and the fastest of many such ratios is
+/// biased low, so time it again (tools/ort/compare.js).
 inline void write_fastest(const rl::OrtLatency& latency, const std::vector<std::string>& keys,
                           const std::vector<std::string>& names, const std::filesystem::path& dir) {
     nlohmann::json all = nlohmann::json::array();
@@ -179,8 +180,8 @@ inline void write_fastest(const rl::OrtLatency& latency, const std::vector<std::
         onnx_io::save_onnx(f->graph, file);
         all.push_back({{"graph", names[i]}, {"file", file.string()}, {"start_ms", f->first_ms}, {"fastest_ms", f->ms},
                        {"ratio", f->ms / f->first_ms}});
-        std::printf("fastest graph measured from %s: %s against %s at the start (%.3f); wrote %s (one measurement each: time it "
-                    "again before trusting the ratio)\n",
+        std::printf("fastest graph measured from %s: %s against %s at the start (%.3f); wrote %s (the least of many measured "
+                    "ratios: time it again before trusting it)\n",
                     names[i].c_str(), format_ms(f->ms).c_str(), format_ms(f->first_ms).c_str(), f->ms / f->first_ms, file.c_str());
     }
     write_file_atomically(dir / "fastest.json", all.dump(2) + "\n");

@@ -6,22 +6,32 @@
 /// GraphEnv takes it as its GraphMeasure; the default is the cost model's per-op sum.
 ///
 /// A graph is written as ONNX with its weights as initializers (so ORT prepacks them as
-/// it will in the exported model) and timed in the worker: `warmup` untimed runs, then
-/// the median of `runs` timed runs, in `sessions` separate sessions whose median is the
-/// latency, since one session can fall in a slow spell of a shared machine
-/// (cost/ort_backend.hpp). Latencies are cached by the graph's canonical hash: an episode
-/// that comes back to a graph, and every episode's start, measure nothing and get the
-/// value they got before, so equal rewrite sequences earn equal rewards.
+/// it will in the exported model). Latencies are cached by the graph's canonical hash:
+/// an episode that comes back to a graph, and every episode's start, measure nothing and
+/// get the value they got before, so equal rewrite sequences earn equal rewards.
 ///
-/// It also keeps, per interface (the names of the graph inputs and outputs: every graph
-/// an episode reaches from a start graph has its start's), the fastest graph it timed,
-/// and the latency of the first one, the start: so that a training run can write the
-/// fastest graph it found, to be timed again outside the environment.
+/// Graphs are timed against a reference, not alone. The first graph of each interface
+/// (the names of the graph inputs and outputs: every graph an episode reaches from a
+/// start graph has its start's) is its reference: it is timed alone, `warmup` untimed
+/// runs then the median of `runs`, in `sessions` sessions whose median is its latency
+/// L_ref. Every later graph of that interface is timed interleaved with the reference in
+/// the same sessions, as the end-to-end guard times its candidates (search/guard.hpp):
+/// round k runs both once, and the latency is L_ref times the median over sessions of the
+/// median paired ratio candidate_k / reference_k. A machine that changes speed between
+/// sessions (seen here: one file timed at 40.8 and then 56.2 ms in two consecutive
+/// sessions of 9 runs, each within 5%) shifts both runs of a pair alike, so rewards, which
+/// are differences of latencies over the start's, are ratios measured under one machine
+/// state. Timing each graph alone let such spells decide the reward: the fastest graphs
+/// that training reported at 0.70 to 0.83 of their start were 0.96 to 1.07 of it when
+/// tools/ort/compare.js timed them interleaved.
 ///
-/// The first graph is timed once more before its measurement, in one session whose
+/// It also keeps, per interface, the fastest graph it timed, and the reference's latency:
+/// so that a training run can write the fastest graph it found, to be timed again
+/// outside the environment.
+///
+/// The first reference is timed once more before its measurement, in one session whose
 /// result is dropped (`warm_process`): a fresh ORT process's first session can run slower
-/// (seen once in three fresh processes here: 46 ms against 35 ms on resnet18), and the
-/// first graph is an episode's start, which every reward is measured against.
+/// (seen once in three fresh processes here: 46 ms against 35 ms on resnet18).
 
 #include <rlflow/core/canonical.hpp>
 #include <rlflow/core/error.hpp>
@@ -43,7 +53,7 @@ struct OrtLatencyOptions {
     int warmup = 2;
     int runs = 9;
     int sessions = 3;
-    /// Time the first graph once, unrecorded, before measuring it (see the file comment).
+    /// Time the first reference once, unrecorded, before measuring it (see the file comment).
     bool warm_process = true;
     /// Seed of the random inputs.
     std::uint64_t seed = 0;
@@ -72,28 +82,26 @@ public:
             ++m_hits;
             return it->second;
         }
-        const std::filesystem::path file = m_scratch.path() / "graph.onnx";
-        onnx_io::ExportOptions written;
-        written.check = false;  // the graph came from a checked model through verified rewrites
-        onnx_io::save_onnx(g, file, written);
-        if (m_options.warm_process && m_measured == 0) static_cast<void>(time_sessions(file, 1));
-        std::vector<double> medians = time_sessions(file, m_options.sessions);
-        const double ms = cost::detail::median(std::move(medians));
+        const std::string interface = interface_key(g);
+        const auto known = m_fastest.find(interface);
+        const double ms = known == m_fastest.end() ? time_reference(g, interface) : time_against(g, known->second);
         m_cache.emplace(key, ms);
         ++m_measured;
-        const auto [it, first] = m_fastest.try_emplace(interface_key(g), Fastest{g, ms, ms});
-        if (!first && ms < it->second.ms) {
-            it->second.graph = g;
-            it->second.ms = ms;
+        Fastest& fastest = m_fastest.at(interface);
+        if (ms < fastest.ms) {
+            fastest.graph = g;
+            fastest.ms = ms;
         }
         return ms;
     }
 
-    /// The fastest graph timed with one interface, its latency, and the first one's.
+    /// The fastest graph timed with one interface, its latency, and the reference's: the
+    /// first graph of the interface, which later ones are timed against (in `file`).
     struct Fastest {
         Graph graph;
         double ms = 0;
         double first_ms = 0;
+        std::filesystem::path file;
     };
     /// The interface key of `g`: its graph input and output names.
     [[nodiscard]] static std::string interface_key(const Graph& g) {
@@ -114,23 +122,60 @@ public:
     [[nodiscard]] std::size_t cache_hits() const noexcept { return m_hits; }
 
 private:
-    /// The medians of `count` sessions timing `file`; throws when none could time it.
-    [[nodiscard]] std::vector<double> time_sessions(const std::filesystem::path& file, int count) {
-        const std::vector<std::filesystem::path> sessions(static_cast<std::size_t>(count), file);
+    /// Times the first graph of an interface alone and makes it the reference.
+    [[nodiscard]] double time_reference(const Graph& g, const std::string& interface) {
+        const std::filesystem::path file = m_scratch.path() / ("reference_" + std::to_string(m_fastest.size()) + ".onnx");
+        write(g, file);
+        if (m_options.warm_process && m_fastest.empty()) static_cast<void>(time_sessions({file}, 1, false));
+        std::vector<double> medians;
+        for (const auto& runs : time_sessions({file}, m_options.sessions, false)) medians.push_back(cost::detail::median(runs.front()));
+        const double ms = cost::detail::median(std::move(medians));
+        m_fastest.emplace(interface, Fastest{g, ms, ms, file});
+        return ms;
+    }
+
+    /// Times `g` interleaved with its interface's reference: the reference's latency times
+    /// the median over sessions of the median paired ratio.
+    [[nodiscard]] double time_against(const Graph& g, const Fastest& reference) {
+        const std::filesystem::path file = m_scratch.path() / "graph.onnx";
+        write(g, file);
+        std::vector<double> ratios;
+        for (const auto& runs : time_sessions({reference.file, file}, m_options.sessions, true)) {
+            const std::vector<double> paired = cost::detail::paired_ratios(runs[0], runs[1]);
+            if (!paired.empty()) ratios.push_back(cost::detail::median(paired));
+        }
+        RLFLOW_EXPECTS(!ratios.empty(), io_error, "ONNX Runtime timed no paired runs of a graph of the episode");
+        return reference.first_ms * cost::detail::median(std::move(ratios));
+    }
+
+    static void write(const Graph& g, const std::filesystem::path& file) {
+        onnx_io::ExportOptions written;
+        written.check = false;  // the graph came from a checked model through verified rewrites
+        onnx_io::save_onnx(g, file, written);
+    }
+
+    /// The runs of `files` in each of `count` sessions (interleaved or each alone), for the
+    /// sessions where every file ran; throws when none did.
+    [[nodiscard]] std::vector<std::vector<std::vector<double>>> time_sessions(const std::vector<std::filesystem::path>& files,
+                                                                             int count, bool interleave) {
         cost::OrtTimingRequest request;
         request.settings = m_options.settings;
         request.warmup = m_options.warmup;
         request.runs = m_options.runs;
-        request.interleave = false;
+        request.interleave = interleave;
         request.seed = m_options.seed;
-        std::vector<double> medians;
+        std::vector<std::vector<std::vector<double>>> sessions;
         std::string error;
-        for (const cost::ModelTiming& t : m_worker->time(sessions, request)) {
-            if (t.ok()) medians.push_back(t.median_ms);
-            else error = t.error;
+        for (int s = 0; s < count; ++s) {
+            std::vector<std::vector<double>> runs;
+            for (const cost::ModelTiming& t : m_worker->time(files, request)) {
+                if (t.ok()) runs.push_back(t.runs_ms);
+                else error = t.error;
+            }
+            if (runs.size() == files.size()) sessions.push_back(std::move(runs));
         }
-        RLFLOW_EXPECTS(!medians.empty(), io_error, "ONNX Runtime could not time a graph of the episode: " + error);
-        return medians;
+        RLFLOW_EXPECTS(!sessions.empty(), io_error, "ONNX Runtime could not time a graph of the episode: " + error);
+        return sessions;
     }
 
     cost::OrtWorker* m_worker;

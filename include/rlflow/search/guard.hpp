@@ -23,6 +23,7 @@
 #include <rlflow/cost/detail/timing.hpp>
 #include <rlflow/onnx/export.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <filesystem>
@@ -102,14 +103,9 @@ namespace detail {
     CandidateVerdict v;
     v.candidate = c;
     v.level = t.level;
-    std::vector<double> ratios;
-    std::size_t losses = 0;
-    for (std::size_t k = 0; k < std::min(input.size(), mine.size()); ++k) {
-        if (!(input[k] > 0)) continue;
-        ratios.push_back(mine[k] / input[k]);
-        if (mine[k] < input[k]) ++v.wins;
-        if (mine[k] > input[k]) ++losses;
-    }
+    const std::vector<double> ratios = cost::detail::paired_ratios(input, mine);
+    v.wins = static_cast<std::size_t>(std::count_if(ratios.begin(), ratios.end(), [](double r) { return r < 1; }));
+    const auto losses = static_cast<std::size_t>(std::count_if(ratios.begin(), ratios.end(), [](double r) { return r > 1; }));
     v.rounds = v.wins + losses;  // ties carry no sign
     v.input_median_ms = cost::detail::median(input);
     v.candidate_median_ms = cost::detail::median(mine);

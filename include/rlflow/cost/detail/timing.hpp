@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -41,6 +42,16 @@ inline void do_not_optimize(const void* p) noexcept { asm volatile("" : : "g"(p)
     if (samples.size() % 2 == 1) return *middle;
     const double below = *std::max_element(samples.begin(), middle);
     return (below + *middle) / 2;
+}
+
+/// The paired ratios other[k] / base[k] of runs timed in the same rounds (interleaved),
+/// over the rounds both have and where base[k] > 0: machine noise that lasts longer than
+/// a round hits both runs of a pair alike, and cancels in the ratio.
+[[nodiscard]] inline std::vector<double> paired_ratios(const std::vector<double>& base, const std::vector<double>& other) {
+    std::vector<double> ratios;
+    for (std::size_t k = 0; k < std::min(base.size(), other.size()); ++k)
+        if (base[k] > 0) ratios.push_back(other[k] / base[k]);
+    return ratios;
 }
 
 /// Seconds that `calls` calls of `call` take together, by std::chrono::steady_clock.
