@@ -3,31 +3,36 @@
 graph against real environment steps, model-free (`rlflow train --agent mf`) and
 model-based (`--agent mb`) runs on the same axes, one panel per graph.
 
-    tools/training_curves.py --out curves RUN_DIR... [--greedy GRAPH=RATIO ...]
+    tools/training_curves.py --out curves RUN_DIR... [--greedy GRAPH=RATIO ...] [--x steps|seconds]
 
 Each RUN_DIR holds a train.jsonl. Model-free lines count `env_steps`, model-based lines
 `real_steps` (the dream's steps are not real ones). The curve is `final_cost_ratio` (mf:
 the last finished training episode; mb: the controller's last greedy episode); runs of
 the same agent on the same graph are drawn in one colour, one line per seed. Writes
 OUT.png and OUT.svg, and prints, per run, the first real step at which its curve reached
-its last value."""
+its last value. With `--x seconds` the x axis is wall-clock seconds of training instead
+(mf: the sum of its updates' `seconds`; mb: `elapsed_seconds`, the world model's training
+included), for rewards whose real steps are expensive (`--reward ort-latency`)."""
 import argparse
 import json
 import os
 import sys
 
 
-def read_run(path):
+def read_run(path, x):
     lines = [json.loads(l) for l in open(os.path.join(path, "train.jsonl")) if l.strip()]
     if not lines:
         raise SystemExit(f"{path}/train.jsonl: no lines")
     agent = "mb" if "real_steps" in lines[0] else "mf"
     steps_key = "real_steps" if agent == "mb" else "env_steps"
     curves = {}
+    elapsed = 0.0
     for line in lines:
+        if x == "seconds":
+            elapsed = line["elapsed_seconds"] if agent == "mb" else elapsed + line["seconds"]
         for graph, ratio in line["final_cost_ratio"].items():
             if ratio is not None:
-                curves.setdefault(graph, []).append((line[steps_key], ratio))
+                curves.setdefault(graph, []).append((line[steps_key] if x == "steps" else elapsed, ratio))
     return agent, curves
 
 
@@ -44,14 +49,17 @@ def main():
     parser.add_argument("runs", nargs="+")
     parser.add_argument("--out", required=True, help="file name without extension")
     parser.add_argument("--greedy", nargs="*", default=[], help="GRAPH=RATIO: greedy search's ratio, drawn as a line")
+    parser.add_argument("--x", choices=["steps", "seconds"], default="steps",
+                        help="x axis: real environment steps, or wall-clock seconds of training")
     args = parser.parse_args()
+    unit = "real steps" if args.x == "steps" else "s"
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         sys.exit("matplotlib is missing: apt-get install python3-matplotlib")
-    runs = [(path, *read_run(path)) for path in args.runs]
+    runs = [(path, *read_run(path, args.x)) for path in args.runs]
     graphs = sorted({g for _, _, curves in runs for g in curves})
     greedy = dict(item.split("=", 1) for item in args.greedy)
     fig, axes = plt.subplots(1, len(graphs), figsize=(5 * len(graphs), 4), squeeze=False)
@@ -67,12 +75,12 @@ def main():
             ax.plot([p[0] for p in points], [p[1] for p in points], color=colours[agent], alpha=0.8, label=label,
                     marker="o" if agent == "mb" else None, markersize=3)
             steps, ratio = first_reach(points)
-            print(f"{path}: {agent} {graph}: reached {ratio:.5f} at {steps} real steps (last point {points[-1][0]})")
+            print(f"{path}: {agent} {graph}: reached {ratio:.5f} at {steps:.0f} {unit} (last point {points[-1][0]:.0f})")
         if graph in greedy:
             ax.axhline(float(greedy[graph]), color="gray", linestyle="--", label="greedy")
         ax.set_xscale("log")
         ax.set_title(graph)
-        ax.set_xlabel("real environment steps")
+        ax.set_xlabel("real environment steps" if args.x == "steps" else "wall-clock seconds of training")
         ax.set_ylabel("cost ratio (after / before)")
         ax.legend()
     fig.tight_layout()

@@ -167,6 +167,7 @@ TEST_CASE("train --reward ort-latency rewards the ORT latency of whole graphs, w
     REQUIRE(fastest.size() == 1);
     CHECK(fastest[0]["graph"] == "zoo:squeezenet1_1");
     CHECK(fastest[0]["fastest_ms"].get<double>() <= fastest[0]["start_ms"].get<double>());
+    CHECK(fastest[0]["confirmed_ratio"].get<double>() > 0);  // timed again, against the start
     CHECK(run_cli("info " + fastest[0]["file"].get<std::string>()).exit_code == 0);
     const nlohmann::json state = nlohmann::json::parse(read_file(agent + "/agent.json"));
     CHECK(state["cost_backend"].get<std::string>().starts_with("ort-latency:"));

@@ -67,6 +67,9 @@ TEST_CASE("ORT latencies of whole graphs are measured once per canonical graph")
     CHECK(fastest->ms == std::min(plain, added));
     CHECK(canonical_hash(fastest->graph) == canonical_hash(small_graph(added < plain)));
     CHECK(latency.fastest("no such interface") == nullptr);
+    // Timed again on request, outside the cache and the count.
+    CHECK(latency.confirm(rl::OrtLatency::interface_key(small_graph(false)), 3, 1) > 0);
+    CHECK(latency.measured() == 2);
 }
 
 TEST_CASE("ORT latencies of later graphs are the reference's times a paired ratio") {
@@ -90,4 +93,5 @@ TEST_CASE("ORT latencies of later graphs are the reference's times a paired rati
     const rl::OrtLatency::Fastest* fastest = latency.fastest(rl::OrtLatency::interface_key(small_graph(false)));
     REQUIRE(fastest != nullptr);
     CHECK(fastest->ms == reference);  // the heavy graph did not displace the start
+    CHECK(latency.confirm(rl::OrtLatency::interface_key(small_graph(false)), 3, 1) == 1.0);  // nothing faster to confirm
 }

@@ -183,3 +183,39 @@ TEST_CASE("a rewrite that makes a class reach itself never puts a cycle in the e
         CHECK_MESSAGE(report.equal, report.detail);
     }
 }
+
+TEST_CASE("a cyclic choice has its cycles broken with the fallback's choices, and keeps its other choices") {
+    // A = {Relu(x), Sigmoid(B)}, B = {Tanh(A)}, C = {Erf(A), Sqrt(A)}: choosing Sigmoid(B)
+    // for A closes the cycle A -> B -> A; C's choice lies on no cycle.
+    EGraph eg;
+    const TensorType t = f32({4});
+    const ClassId x = eg.add(input_leaf(0), {t});
+    const ClassId a = eg.add(unary(OpKind::Relu, x), {t});
+    const ClassId b = eg.add(unary(OpKind::Tanh, a), {t});
+    eg.merge(a, eg.add(unary(OpKind::Sigmoid, b), {t}));
+    const ClassId c = eg.add(unary(OpKind::Erf, a), {t});
+    eg.merge(c, eg.add(unary(OpKind::Sqrt, a), {t}));
+    eg.rebuild();
+    const auto member = [&](ClassId cls, OpKind op) {
+        for (const ENodeId e : eg.members(eg.find(cls)))
+            if (eg.node(e).payload.op == op) return e;
+        FAIL("no such e-node");
+        return search::no_choice;
+    };
+    std::vector<ENodeId> fallback(eg.class_bound(), search::no_choice);
+    fallback[eg.find(x)] = member(x, OpKind::Input);
+    fallback[eg.find(a)] = member(a, OpKind::Relu);
+    fallback[eg.find(b)] = member(b, OpKind::Tanh);
+    fallback[eg.find(c)] = member(c, OpKind::Erf);
+    std::vector<ENodeId> cyclic = fallback;
+    cyclic[eg.find(a)] = member(a, OpKind::Sigmoid);
+    cyclic[eg.find(c)] = member(c, OpKind::Sqrt);
+    const std::vector<ClassId> roots{eg.find(c)};
+    const search::detail::ChoiceWalk walk = search::detail::walk_choice(eg, roots, cyclic);
+    CHECK(std::set<ClassId>(walk.cycle.begin(), walk.cycle.end()) == std::set<ClassId>{eg.find(a), eg.find(b)});
+    const std::vector<ENodeId> broken = search::detail::break_cycles(eg, roots, cyclic, fallback);
+    CHECK(search::detail::walk_choice(eg, roots, broken).cycle.empty());
+    CHECK(broken[eg.find(a)] == fallback[eg.find(a)]);
+    CHECK(broken[eg.find(c)] == cyclic[eg.find(c)]);  // off the cycle: kept
+    CHECK(search::detail::post_order(eg, roots, broken).size() == 3);  // x, A, C: B is off the path now
+}

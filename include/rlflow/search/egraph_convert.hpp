@@ -85,13 +85,20 @@ inline std::vector<ClassId> add_outputs(EGraph& eg, ENode node, const std::vecto
 
 namespace detail {
 
-/// The classes `roots` reach through `choice` (class id -> e-node), children first.
-/// Throws graph_error on a cycle or a class without a choice.
-[[nodiscard]] inline std::vector<ClassId> post_order(const EGraph& eg, const std::vector<ClassId>& roots,
-                                                     const std::vector<ENodeId>& choice) {
+/// A walk of the classes `roots` reach through `choice` (class id -> e-node): their
+/// post order (children first), or, where the chosen e-nodes form a cycle, the classes
+/// of the first cycle found, in order along it (the order is then incomplete).
+struct ChoiceWalk {
+    std::vector<ClassId> order;
+    std::vector<ClassId> cycle;
+};
+
+/// Walks `choice` from `roots` (see ChoiceWalk). Throws graph_error on a class without a
+/// choice.
+[[nodiscard]] inline ChoiceWalk walk_choice(const EGraph& eg, const std::vector<ClassId>& roots, const std::vector<ENodeId>& choice) {
     enum : char { unseen, open, done };
     std::vector<char> state(eg.class_bound(), unseen);
-    std::vector<ClassId> order;
+    ChoiceWalk walk;
     std::vector<std::pair<ClassId, std::size_t>> stack;  // (class, next child)
     for (const ClassId r : roots) {
         stack.emplace_back(eg.find(r), 0);
@@ -108,19 +115,33 @@ namespace detail {
             }
             const std::vector<ClassId>& kids = eg.node(choice[c]).children;
             if (next < kids.size()) {
-                const ClassId kid = kids[next];
+                const ClassId kid = kids[next] == no_class ? no_class : eg.find(kids[next]);
                 ++next;
-                if (kid == no_class || state[eg.find(kid)] == done) continue;
-                RLFLOW_EXPECTS(state[eg.find(kid)] != open, graph_error, "extraction: the chosen e-nodes form a cycle");
-                stack.emplace_back(eg.find(kid), 0);
+                if (kid == no_class || state[kid] == done) continue;
+                if (state[kid] == open) {
+                    auto from = stack.end();
+                    while (from != stack.begin() && (from - 1)->first != kid) --from;
+                    for (auto it = from - 1; it != stack.end(); ++it) walk.cycle.push_back(it->first);
+                    return walk;
+                }
+                stack.emplace_back(kid, 0);
                 continue;
             }
             state[c] = done;
-            order.push_back(c);
+            walk.order.push_back(c);
             stack.pop_back();
         }
     }
-    return order;
+    return walk;
+}
+
+/// The classes `roots` reach through `choice`, children first. Throws graph_error on a
+/// cycle or a class without a choice.
+[[nodiscard]] inline std::vector<ClassId> post_order(const EGraph& eg, const std::vector<ClassId>& roots,
+                                                     const std::vector<ENodeId>& choice) {
+    ChoiceWalk walk = walk_choice(eg, roots, choice);
+    RLFLOW_EXPECTS(walk.cycle.empty(), graph_error, "extraction: the chosen e-nodes form a cycle");
+    return std::move(walk.order);
 }
 
 /// Adds the chosen e-node of class `c` to `out`; `ref` holds the tensor of every class

@@ -7,12 +7,22 @@
 /// and the applier's own code instantiates the target there. The new nodes go into the
 /// e-graph, and each replaced output's class is united with its replacement's. So a rule
 /// means the same in the e-graph as in the rewriter, by construction.
+///
+/// A rule with several outputs is not applied where it would close a cycle through
+/// classes (Tensat's cycle filtering, done here as each match is applied): when one
+/// replaced class is reachable from a class the new nodes read. Merging two convolutions
+/// where one's input depends on the other's output is such a match. A cycle of that kind
+/// holds no graph, but it makes extraction's ILP search for an acyclic choice, which is
+/// what kept CBC from any solution within a minute on inception-v3. A rule with one
+/// output cannot close a new cycle: its replaced class reaches every class its target
+/// reads through the matched nodes already, and so does congruence.
 
 #include <rlflow/rewrite/applier.hpp>
 #include <rlflow/search/egraph_convert.hpp>
 #include <rlflow/search/ematch.hpp>
 
 #include <map>
+#include <set>
 #include <optional>
 #include <vector>
 
@@ -84,6 +94,22 @@ inline ClassId class_of_tensor(EGraph& eg, Witness& w, TensorRef t, std::uint32_
     return w.class_of.at(t);
 }
 
+/// Whether a class in `targets` is reachable from `from` along e-node children.
+[[nodiscard]] inline bool reaches(const EGraph& eg, std::vector<ClassId> from, const std::set<ClassId>& targets) {
+    std::vector<char> seen(eg.class_bound(), 0);
+    while (!from.empty()) {
+        const ClassId c = eg.find(from.back());
+        from.pop_back();
+        if (targets.contains(c)) return true;
+        if (seen[c]) continue;
+        seen[c] = 1;
+        for (const ENodeId n : eg.members(c))
+            for (const ClassId child : eg.node(n).children)
+                if (child != no_class) from.push_back(child);
+    }
+    return false;
+}
+
 }  // namespace detail
 
 /// A match the graph matcher accepted: its witness, with the target's nodes added.
@@ -116,6 +142,33 @@ struct AcceptedMatch {
     }
 }
 
+namespace detail {
+
+/// Whether applying accepted match `a` of `rule` would make one of its replaced classes
+/// reachable from itself (see the file comment): whether a replaced class is reachable
+/// from the existing classes that the target's new nodes read, or that replace one.
+[[nodiscard]] inline bool closes_cycle(const EGraph& eg, const rewrite::Rule& rule, const AcceptedMatch& a) {
+    const Witness& w = a.witness;
+    const std::set<NodeId> created(a.created.begin(), a.created.end());
+    std::vector<ClassId> read;
+    const auto existing = [&](TensorRef t) {
+        if (const auto it = w.class_of.find(t); it != w.class_of.end()) read.push_back(it->second);
+    };
+    for (const NodeId n : a.created)
+        for (const TensorRef& in : w.graph.node(n).inputs)
+            if (in.present() && !created.contains(in.node)) existing(in);
+    std::set<ClassId> replaced;
+    for (const rewrite::OutputMapping& o : rule.outputs) {
+        // A source output with no class yet (an unused output of a tuple) is new: unreachable.
+        if (const auto it = w.class_of.find(w.location.tensor(o.source)); it != w.class_of.end()) replaced.insert(eg.find(it->second));
+        const TensorRef by = rewrite::detail::resolve(o.target, w.location, a.created);
+        if (!created.contains(by.node)) existing(by);
+    }
+    return reaches(eg, std::move(read), replaced);
+}
+
+}  // namespace detail
+
 /// Applies rule `m.rule` at `m` if the graph matcher accepts it: adds the target's
 /// e-nodes and unites each replaced class with its replacement. Returns whether it was
 /// applied (the e-graph may not have changed: its nodes may all exist already).
@@ -123,6 +176,7 @@ inline bool apply_ematch(EGraph& eg, const rewrite::RuleSet& rules, const EMatch
     std::optional<AcceptedMatch> a = accept_ematch(eg, rules, m);
     if (!a) return false;
     detail::Witness& w = a->witness;
+    if (rules[m.rule].outputs.size() > 1 && detail::closes_cycle(eg, rules[m.rule], *a)) return false;
     std::vector<std::pair<ClassId, ClassId>> unions;  // (replaced, replacement)
     for (const rewrite::OutputMapping& o : rules[m.rule].outputs)
         unions.emplace_back(detail::class_of_tensor(eg, w, w.location.tensor(o.source), m.rule),

@@ -13,11 +13,10 @@
 ///   the components a solution's cycle runs in (ExtractionIlp);
 /// - minimise the sum of the chosen e-nodes' prices: the graph's cost with every shared
 ///   subgraph counted once, where greedy counts it once per use.
-/// The solver is given greedy's choice (which satisfies all of this) as a start and its
-/// cost as a cutoff. CBC does not always use such a start (on inception-v3's e-graph it
-/// reported it could not, and found nothing in 60 s), and the LP relaxation of these
-/// rows is weak, so eqsat keeps the cheaper of greedy's and the ILP's graphs. With no
-/// solution, greedy's choice is returned and the status says so.
+/// The solver is given greedy's choice (which satisfies all of this) as a complete start,
+/// every variable set, and its cost as a cutoff. The LP relaxation of these rows is weak,
+/// so eqsat keeps the cheaper of greedy's and the ILP's graphs. With no solution, greedy's
+/// choice is returned and the status says so.
 ///
 /// Built only where CBC is found (Debian: coinor-libcbc-dev, which tools/setup.sh installs);
 /// elsewhere `ilp_available` is false and ilp_choice throws.
@@ -50,7 +49,7 @@ struct IlpOutcome {
     /// class id -> e-node (greedy's where the solver found nothing).
     std::vector<ENodeId> choice;
     /// optimal, time_limit (a solution, not proven optimal), no_solution, infeasible, or
-    /// cyclic (its last solution still had a cycle).
+    /// cycles_broken (its last solution had cycles, broken with greedy's choices).
     std::string status;
     /// The solver's objective and lower bound, ms, and their relative gap.
     double objective = 0;
@@ -135,6 +134,20 @@ struct IlpClasses {
     return component;
 }
 
+/// `choice` with its cycles broken: while the chosen e-nodes form a cycle, the first class
+/// on it whose choice differs from `fallback`'s takes `fallback`'s. Each turn gives one
+/// more class `fallback`'s choice, so with an acyclic `fallback` this ends, at worst in
+/// `fallback` itself.
+[[nodiscard]] inline std::vector<ENodeId> break_cycles(const EGraph& eg, const std::vector<ClassId>& roots, std::vector<ENodeId> choice,
+                                                       const std::vector<ENodeId>& fallback) {
+    for (ChoiceWalk walk = walk_choice(eg, roots, choice); !walk.cycle.empty(); walk = walk_choice(eg, roots, choice)) {
+        const auto differs = std::find_if(walk.cycle.begin(), walk.cycle.end(), [&](ClassId c) { return choice[c] != fallback[c]; });
+        RLFLOW_EXPECTS(differs != walk.cycle.end(), graph_error, "extraction: the fallback choice has a cycle");
+        choice[*differs] = fallback[*differs];
+    }
+    return choice;
+}
+
 }  // namespace detail
 
 #if defined(RLFLOW_HAS_CBC)
@@ -184,9 +197,14 @@ private:
     [[nodiscard]] CbcModel build(const std::vector<char>& ordered) {
         CbcModel model(Cbc_newModel());
         m_rows = 0;
-        for (const double c : m_cost) Cbc_addCol(model.get(), "", 0.0, 1.0, c, 1, 0, nullptr, nullptr);
+        // Columns are named: CBC's solver maps a MIP start onto its preprocessed model by
+        // column name. With empty names it used none of greedy's start ("values outside
+        // bounds"), and on inception-v3's e-graph found no solution in 60 s.
+        for (std::size_t i = 0; i < m_cost.size(); ++i)
+            Cbc_addCol(model.get(), ("x" + std::to_string(i)).c_str(), 0.0, 1.0, m_cost[i], 1, 0, nullptr, nullptr);
         const double m = static_cast<double>(m_reach.classes.size());
-        for (std::size_t c = 0; c < m_reach.classes.size(); ++c) Cbc_addCol(model.get(), "", 0.0, m, 0.0, 0, 0, nullptr, nullptr);
+        for (std::size_t c = 0; c < m_reach.classes.size(); ++c)
+            Cbc_addCol(model.get(), ("t" + std::to_string(c)).c_str(), 0.0, m, 0.0, 0, 0, nullptr, nullptr);
         for (const ClassId r : m_roots) add_choice_row(model.get(), m_eg.find(r), -1);
         for (std::size_t i = 0; i < m_nodes.size(); ++i) {
             const ClassId own = m_eg.class_of(m_nodes[i]);
@@ -251,18 +269,23 @@ private:
 
 inline std::optional<std::vector<ENodeId>> ExtractionIlp::run(Cbc_Model* model, const std::vector<ENodeId>& start, double seconds,
                                                               IlpOutcome& out) const {
-    // Greedy's choice as the MIP start: CBC takes a start's nonzero binaries (its chosen
-    // e-nodes) and computes the rest. Nothing costlier than it is worth exploring.
-    std::vector<int> columns;
-    std::vector<double> ones;
+    // Greedy's choice as a complete MIP start: every binary (1 for the e-nodes it chose,
+    // 0 for the rest) and every order value (a chosen class's position in the choice's
+    // post order, so each sits above its children; 0 elsewhere), so that CBC need not
+    // complete it. Nothing costlier is worth exploring.
+    std::vector<double> values(m_nodes.size() + m_reach.classes.size(), 0.0);
     double start_cost = 0;
-    for (const ClassId c : post_order(m_eg, m_roots, start))
+    double position = 0;
+    for (const ClassId c : post_order(m_eg, m_roots, start)) {
+        values[static_cast<std::size_t>(t_column(c))] = position++;
         if (const auto it = m_column_of.find(start[c]); it != m_column_of.end()) {
-            columns.push_back(it->second);
-            ones.push_back(1.0);
+            values[static_cast<std::size_t>(it->second)] = 1.0;
             start_cost += m_cost[static_cast<std::size_t>(it->second)];
         }
-    Cbc_setMIPStartI(model, static_cast<int>(columns.size()), columns.data(), ones.data());
+    }
+    std::vector<int> columns(values.size());
+    for (std::size_t i = 0; i < columns.size(); ++i) columns[i] = static_cast<int>(i);
+    Cbc_setMIPStartI(model, static_cast<int>(columns.size()), columns.data(), values.data());
     constexpr double cutoff_slack = 1e-3;
     Cbc_setCutoff(model, start_cost * (1 + cutoff_slack) + 1e-9);
     Cbc_setLogLevel(model, 0);
@@ -294,19 +317,21 @@ inline IlpOutcome ExtractionIlp::solve(const std::vector<ENodeId>& start, double
     for (int round = 1; round <= max_rounds; ++round) {
         if (round == max_rounds) std::fill(ordered.begin(), ordered.end(), char{1});
         CbcModel model = build(ordered);
-        const std::optional<std::vector<ENodeId>> choice = run(model.get(), start, left(), out);
+        // Each round gets an equal share of the time left, so that a first round's cyclic
+        // solution leaves time to order it.
+        const std::optional<std::vector<ENodeId>> choice = run(model.get(), start, left() / (max_rounds - round + 1), out);
         out.rounds = round;
         if (!choice) break;
-        try {
-            (void)post_order(m_eg, m_roots, *choice);
+        if (walk_choice(m_eg, m_roots, *choice).cycle.empty()) {
             out.choice = *choice;
             break;
-        } catch (const graph_error&) {
-            // A cycle: order the components the solution runs inside, and solve again.
-            if (!order_used_components(*choice, ordered) || left() <= 0) {
-                out.status = "cyclic";
-                break;
-            }
+        }
+        // A cycle: order the components the solution runs inside, and solve again; with
+        // nothing new to order or no time left, break its cycles with greedy's choices.
+        if (!order_used_components(*choice, ordered) || left() <= 0 || round == max_rounds) {
+            out.choice = break_cycles(m_eg, m_roots, *choice, start);
+            out.status = "cycles_broken";
+            break;
         }
     }
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
