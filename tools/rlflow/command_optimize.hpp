@@ -74,6 +74,7 @@ struct OptimizeOptions {
     /// --search eqsat: limits, rounds of multi-output rules, and extraction.
     search::EqsatOptions eqsat;
     std::string extract = search::ilp_available ? "ilp" : "greedy";
+    std::string ilp_cycles = "filter";
 };
 
 /// The network backend agents train and run with.
@@ -143,6 +144,7 @@ search::SearchResult eqsat_search(const OptimizeOptions& o, const Graph& g, std:
                                   std::optional<search::EqsatStats>& stats) {
     search::EqsatOptions eq = o.eqsat;
     eq.extraction = o.extract == "ilp" ? search::EqsatOptions::Extraction::ilp : search::EqsatOptions::Extraction::greedy;
+    eq.ilp_cycles = o.ilp_cycles == "order" ? search::IlpCycles::order : search::IlpCycles::filter;
     if (eq.extraction == search::EqsatOptions::Extraction::ilp && !search::ilp_available)
         throw precondition_error("--extract ilp needs rlflow built with CBC: install coinor-libcbc-dev (bash tools/setup.sh "
                                  "does) and rebuild, or use --extract greedy");
@@ -302,6 +304,7 @@ inline nlohmann::json eqsat_json(const search::EqsatStats& s, const search::Eqsa
         j["ilp_bound_ms"] = s.ilp->bound;
         j["ilp_variables"] = s.ilp->variables;
         j["ilp_constraints"] = s.ilp->constraints;
+        j["ilp_filtered"] = s.ilp->filtered;
         j["ilp_seconds"] = s.ilp->seconds;
     }
     j["explore_seconds"] = s.explore_seconds;
@@ -576,6 +579,10 @@ inline void add_optimize_command(CLI::App& app) {
         ->check(CLI::IsMember({"greedy", "ilp"}))->capture_default_str();
     cmd->add_option("--ilp-time-limit", o->eqsat.ilp_time_limit_seconds, "--search eqsat --extract ilp: the solver's seconds")
         ->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("--ilp-cycles", o->ilp_cycles,
+                    "--search eqsat --extract ilp: filter (leave out e-nodes on cycles that greedy does not choose, as "
+                    "Tensat; no order rows) or order (exact: order rows on the cycles)")
+        ->check(CLI::IsMember({"filter", "order"}))->capture_default_str();
     cmd->add_option("--agent", o->agent, "--search mf|mb: the agent's directory, as `rlflow train` wrote it");
     cmd->add_option("--samples", o->samples, "--search mf|mb: sampled rollouts after the greedy one")
         ->check(CLI::Range(std::size_t{0}, std::size_t{100'000}))->capture_default_str();

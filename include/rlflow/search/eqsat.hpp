@@ -46,6 +46,8 @@ struct EqsatOptions {
     enum class Extraction : std::uint8_t { greedy, ilp };
     Extraction extraction = ilp_available ? Extraction::ilp : Extraction::greedy;
     double ilp_time_limit_seconds = 60;
+    /// How the ILP keeps its choice acyclic (extract_ilp.hpp).
+    IlpCycles ilp_cycles = IlpCycles::filter;
 };
 
 /// What eqsat did, for the report.
@@ -147,7 +149,7 @@ template <cost::CostBackend Backend>
     stats.extraction = "greedy";
     double best_cost = stats.greedy_cost_ms;
     if (eq.extraction == EqsatOptions::Extraction::ilp) {
-        stats.ilp = ilp_choice(seeded.egraph, seeded.roots, costs, greedy, eq.ilp_time_limit_seconds);
+        stats.ilp = ilp_choice(seeded.egraph, seeded.roots, costs, greedy, eq.ilp_time_limit_seconds, eq.ilp_cycles);
         Graph ilp = extract_graph(graph, seeded, stats.ilp->choice);
         auto ilp_rules = rules_used(seeded.egraph, seeded.roots, stats.ilp->choice, *rules);
         stats.ilp_cost_ms = model.graph_cost(ilp);

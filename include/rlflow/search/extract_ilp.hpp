@@ -44,6 +44,18 @@ inline constexpr bool ilp_available = true;
 inline constexpr bool ilp_available = false;
 #endif
 
+/// How the ILP keeps its choice acyclic.
+enum class IlpCycles {
+    /// Order rows (lazily, per strongly connected component): exact, but big-M rows make
+    /// the LP relaxation weak.
+    order,
+    /// Tensat's cycle filtering before extraction: an e-node on a cycle of the e-graph
+    /// (one with a child in its own strongly connected component) is left out unless it
+    /// is the start's choice. What is left is acyclic, since the start is, so no order
+    /// rows are needed; the choice may miss a graph that needed a filtered e-node.
+    filter
+};
+
 /// What the ILP gave.
 struct IlpOutcome {
     /// class id -> e-node (greedy's where the solver found nothing).
@@ -57,6 +69,8 @@ struct IlpOutcome {
     double gap = 0;
     std::size_t variables = 0;
     std::size_t constraints = 0;
+    /// E-nodes left out by IlpCycles::filter.
+    std::size_t filtered = 0;
     /// Models solved (order rows are added lazily, see ExtractionIlp).
     int rounds = 0;
     double seconds = 0;
@@ -173,17 +187,25 @@ public:
     static constexpr double free_node_price = 1e-6;
     static constexpr int max_rounds = 4;
 
-    ExtractionIlp(const EGraph& eg, const std::vector<ClassId>& roots, const std::vector<double>& cost)
-        : m_eg(eg), m_roots(roots), m_reach(reached_classes(eg, roots)) {
+    /// The model over the classes `roots` reach; with IlpCycles::filter, without the
+    /// e-nodes on cycles that `start` does not choose.
+    ExtractionIlp(const EGraph& eg, const std::vector<ClassId>& roots, const std::vector<double>& cost,
+                  const std::vector<ENodeId>& start, IlpCycles cycles)
+        : m_eg(eg), m_roots(roots), m_reach(reached_classes(eg, roots)), m_component(class_components(eg, m_reach)) {
         for (const ClassId c : m_reach.classes)
             for (const ENodeId e : eg.members(c)) {
                 const std::vector<ClassId> kids = child_classes(eg, e);
                 if (std::find(kids.begin(), kids.end(), c) != kids.end()) continue;  // consumes its own class
+                const bool on_cycle =
+                    std::any_of(kids.begin(), kids.end(), [&](ClassId k) { return component_of(k) == component_of(c); });
+                if (cycles == IlpCycles::filter && on_cycle && start[c] != e) {
+                    ++m_filtered;
+                    continue;
+                }
                 m_column_of.emplace(e, static_cast<int>(m_nodes.size()));
                 m_nodes.push_back(e);
                 m_cost.push_back(cost[e] + free_node_price);
             }
-        m_component = class_components(eg, m_reach);
     }
 
     /// Solves from `start` for at most `seconds` in all.
@@ -265,6 +287,7 @@ private:
     std::vector<double> m_cost;    // column -> price
     std::unordered_map<ENodeId, int> m_column_of;
     std::size_t m_rows = 0;
+    std::size_t m_filtered = 0;
 };
 
 inline std::optional<std::vector<ENodeId>> ExtractionIlp::run(Cbc_Model* model, const std::vector<ENodeId>& start, double seconds,
@@ -313,6 +336,7 @@ inline IlpOutcome ExtractionIlp::solve(const std::vector<ENodeId>& start, double
     const auto left = [&] { return seconds - std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(); };
     IlpOutcome out;
     out.choice = start;
+    out.filtered = m_filtered;
     std::vector<char> ordered(m_reach.classes.size(), 0);
     for (int round = 1; round <= max_rounds; ++round) {
         if (round == max_rounds) std::fill(ordered.begin(), ordered.end(), char{1});
@@ -340,17 +364,18 @@ inline IlpOutcome ExtractionIlp::solve(const std::vector<ENodeId>& start, double
 
 }  // namespace detail
 
-/// The ILP's choice for `roots` (see the file comment), starting from `start` (greedy's).
+/// The ILP's choice for `roots` (see the file comment), starting from `start` (greedy's),
+/// kept acyclic as `cycles` says.
 [[nodiscard]] inline IlpOutcome ilp_choice(const EGraph& eg, const std::vector<ClassId>& roots, const std::vector<double>& cost,
-                                           const std::vector<ENodeId>& start, double seconds) {
-    detail::ExtractionIlp ilp(eg, roots, cost);
+                                           const std::vector<ENodeId>& start, double seconds, IlpCycles cycles = IlpCycles::order) {
+    detail::ExtractionIlp ilp(eg, roots, cost, start, cycles);
     return ilp.solve(start, seconds);
 }
 
 #else
 
 [[nodiscard]] inline IlpOutcome ilp_choice(const EGraph&, const std::vector<ClassId>&, const std::vector<double>&,
-                                           const std::vector<ENodeId>&, double) {
+                                           const std::vector<ENodeId>&, double, IlpCycles = IlpCycles::order) {
     throw precondition_error("ILP extraction needs CBC: install coinor-libcbc-dev (bash tools/setup.sh does) and rebuild");
 }
 
