@@ -13,9 +13,13 @@
 /// replaced class is reachable from a class the new nodes read. Merging two convolutions
 /// where one's input depends on the other's output is such a match. A cycle of that kind
 /// holds no graph, but it makes extraction's ILP search for an acyclic choice, which is
-/// what kept CBC from any solution within a minute on inception-v3. A rule with one
-/// output cannot close a new cycle: its replaced class reaches every class its target
-/// reads through the matched nodes already, and so does congruence.
+/// what kept CBC from any solution within a minute on inception-v3. Rules with one
+/// output are not checked, and they do close cycles: a collapse (x = Transpose(
+/// Transpose(x))), or a target that already exists above the replaced class. On
+/// inception-v3 with two multi-output rounds, Concat(conv(x, w1), conv(x, w2)) =
+/// conv(x, Concat(w1, w2)) unites the concatenation with the merged convolution, whose
+/// Split already stands in conv(x, w1)'s class. Extraction deals with those
+/// (extract_ilp.hpp).
 
 #include <rlflow/rewrite/applier.hpp>
 #include <rlflow/search/egraph_convert.hpp>
