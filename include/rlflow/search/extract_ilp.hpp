@@ -28,6 +28,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -49,10 +50,10 @@ enum class IlpCycles {
     /// Order rows (lazily, per strongly connected component): exact, but big-M rows make
     /// the LP relaxation weak.
     order,
-    /// Tensat's cycle filtering before extraction: an e-node on a cycle of the e-graph
-    /// (one with a child in its own strongly connected component) is left out unless it
-    /// is the start's choice. What is left is acyclic, since the start is, so no order
-    /// rows are needed; the choice may miss a graph that needed a filtered e-node.
+    /// Cycle filtering before extraction, after Tensat's: e-nodes that close a cycle of
+    /// the e-graph are left out, newest first, never the start's choice
+    /// (ExtractionIlp::cycle_closers). What is left is acyclic, so no order rows are
+    /// needed; the choice may miss a graph that needed a filtered e-node.
     filter
 };
 
@@ -191,17 +192,14 @@ public:
     /// e-nodes on cycles that `start` does not choose.
     ExtractionIlp(const EGraph& eg, const std::vector<ClassId>& roots, const std::vector<double>& cost,
                   const std::vector<ENodeId>& start, IlpCycles cycles)
-        : m_eg(eg), m_roots(roots), m_reach(reached_classes(eg, roots)), m_component(class_components(eg, m_reach)) {
+        : m_eg(eg), m_roots(roots), m_cycles(cycles), m_reach(reached_classes(eg, roots)), m_component(class_components(eg, m_reach)) {
+        const std::set<ENodeId> dropped = cycles == IlpCycles::filter ? cycle_closers(start) : std::set<ENodeId>{};
+        m_filtered = dropped.size();
         for (const ClassId c : m_reach.classes)
             for (const ENodeId e : eg.members(c)) {
                 const std::vector<ClassId> kids = child_classes(eg, e);
                 if (std::find(kids.begin(), kids.end(), c) != kids.end()) continue;  // consumes its own class
-                const bool on_cycle =
-                    std::any_of(kids.begin(), kids.end(), [&](ClassId k) { return component_of(k) == component_of(c); });
-                if (cycles == IlpCycles::filter && on_cycle && start[c] != e) {
-                    ++m_filtered;
-                    continue;
-                }
+                if (dropped.contains(e)) continue;
                 m_column_of.emplace(e, static_cast<int>(m_nodes.size()));
                 m_nodes.push_back(e);
                 m_cost.push_back(cost[e] + free_node_price);
@@ -212,6 +210,49 @@ public:
     [[nodiscard]] IlpOutcome solve(const std::vector<ENodeId>& start, double seconds);
 
 private:
+    /// IlpCycles::filter's e-nodes to leave out. The candidates are the e-nodes with a
+    /// child in their own strongly connected component that `start` does not choose.
+    /// Newest first, each is left out if it still closes a cycle through the e-nodes kept
+    /// so far. One pass leaves no cycle: a cycle left at the end was there when each of
+    /// its e-nodes was looked at, and one of them is not the start's (the start is
+    /// acyclic). Newest first, because a rewrite that closes a cycle adds the newer
+    /// e-node. On inception-v3, Concat(conv(x, w1), conv(x, w2)) = conv(x, Concat(w1, w2))
+    /// makes a Concat that closes a cycle through an earlier merge's Split; leaving out
+    /// every candidate also left out the merges.
+    [[nodiscard]] std::set<ENodeId> cycle_closers(const std::vector<ENodeId>& start) const {
+        std::vector<ENodeId> candidates;
+        for (const ClassId c : m_reach.classes)
+            for (const ENodeId e : m_eg.members(c)) {
+                const std::vector<ClassId> kids = child_classes(m_eg, e);
+                if (e != start[c] && std::any_of(kids.begin(), kids.end(), [&](ClassId k) { return component_of(k) == component_of(c); }))
+                    candidates.push_back(e);
+            }
+        std::sort(candidates.rbegin(), candidates.rend());
+        std::set<ENodeId> dropped;
+        for (const ENodeId e : candidates)
+            if (closes_cycle(e, dropped)) dropped.insert(e);
+        return dropped;
+    }
+
+    /// Whether `e`'s class is reachable from its children through e-nodes not in
+    /// `dropped`, inside its strongly connected component.
+    [[nodiscard]] bool closes_cycle(ENodeId e, const std::set<ENodeId>& dropped) const {
+        const ClassId own = m_eg.class_of(e);
+        const int component = component_of(own);
+        std::vector<ClassId> stack = child_classes(m_eg, e);
+        std::set<ClassId> seen;
+        while (!stack.empty()) {
+            const ClassId k = stack.back();
+            stack.pop_back();
+            if (k == own) return true;
+            if (component_of(k) != component || !seen.insert(k).second) continue;
+            for (const ENodeId f : m_eg.members(k))
+                if (!dropped.contains(f))
+                    for (const ClassId j : child_classes(m_eg, f)) stack.push_back(j);
+        }
+        return false;
+    }
+
     [[nodiscard]] int t_column(ClassId c) const { return static_cast<int>(m_nodes.size()) + m_reach.index[c]; }
     [[nodiscard]] int component_of(ClassId c) const { return m_component[static_cast<std::size_t>(m_reach.index[c])]; }
 
@@ -281,6 +322,7 @@ private:
 
     const EGraph& m_eg;
     std::vector<ClassId> m_roots;
+    IlpCycles m_cycles;
     IlpClasses m_reach;
     std::vector<int> m_component;
     std::vector<ENodeId> m_nodes;  // column -> e-node
@@ -341,9 +383,11 @@ inline IlpOutcome ExtractionIlp::solve(const std::vector<ENodeId>& start, double
     for (int round = 1; round <= max_rounds; ++round) {
         if (round == max_rounds) std::fill(ordered.begin(), ordered.end(), char{1});
         CbcModel model = build(ordered);
-        // Each round gets an equal share of the time left, so that a first round's cyclic
-        // solution leaves time to order it.
-        const std::optional<std::vector<ENodeId>> choice = run(model.get(), start, left() / (max_rounds - round + 1), out);
+        // With order rows, each round gets an equal share of the time left, so that a
+        // first round's cyclic solution leaves time to order it; filtered, one round has
+        // it all, since its solution cannot have a cycle.
+        const double share = m_cycles == IlpCycles::filter ? left() : left() / (max_rounds - round + 1);
+        const std::optional<std::vector<ENodeId>> choice = run(model.get(), start, share, out);
         out.rounds = round;
         if (!choice) break;
         if (walk_choice(m_eg, m_roots, *choice).cycle.empty()) {
