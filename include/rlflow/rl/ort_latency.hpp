@@ -84,7 +84,8 @@ public:
         }
         const std::string interface = interface_key(g);
         const auto known = m_fastest.find(interface);
-        const double ms = known == m_fastest.end() ? time_reference(g, interface) : time_against(g, known->second);
+        const double ms = known == m_fastest.end() ? time_reference(g, interface)
+                                                   : time_against(g, known->second, m_options.runs, m_options.sessions);
         m_cache.emplace(key, ms);
         ++m_measured;
         Fastest& fastest = m_fastest.at(interface);
@@ -124,13 +125,9 @@ public:
     [[nodiscard]] double confirm(const std::string& key, int runs, int sessions) {
         const Fastest* f = fastest(key);
         RLFLOW_EXPECTS(f != nullptr, precondition_error, "OrtLatency::confirm: no graph of that interface was timed");
+        RLFLOW_EXPECTS(runs >= 1 && sessions >= 1, precondition_error, "OrtLatency::confirm: runs and sessions must be >= 1");
         if (f->ms >= f->first_ms) return 1.0;
-        const OrtLatencyOptions kept = m_options;
-        m_options.runs = runs;
-        m_options.sessions = sessions;
-        const double ms = time_against(f->graph, *f);
-        m_options = kept;
-        return ms / f->first_ms;
+        return time_against(f->graph, *f, runs, sessions) / f->first_ms;
     }
 
     /// Graphs timed, and answers from the cache.
@@ -142,22 +139,22 @@ private:
     [[nodiscard]] double time_reference(const Graph& g, const std::string& interface) {
         const std::filesystem::path file = m_scratch.path() / ("reference_" + std::to_string(m_fastest.size()) + ".onnx");
         write(g, file);
-        if (m_options.warm_process && m_fastest.empty()) static_cast<void>(time_sessions({file}, 1, false));
+        if (m_options.warm_process && m_fastest.empty()) static_cast<void>(time_sessions({file}, m_options.runs, 1, false));
         std::vector<double> medians;
-        for (const auto& runs : time_sessions({file}, m_options.sessions, false)) medians.push_back(cost::detail::median(runs.front()));
+        for (const auto& runs : time_sessions({file}, m_options.runs, m_options.sessions, false)) medians.push_back(cost::detail::median(runs.front()));
         const double ms = cost::detail::median(std::move(medians));
         m_fastest.emplace(interface, Fastest{g, ms, ms, file});
         return ms;
     }
 
     /// Times `g` interleaved with its interface's reference: the reference's latency times
-    /// the median over sessions of the median paired ratio.
-    [[nodiscard]] double time_against(const Graph& g, const Fastest& reference) {
+    /// the median over `sessions` sessions of the median of `runs` paired ratios.
+    [[nodiscard]] double time_against(const Graph& g, const Fastest& reference, int runs, int sessions) {
         const std::filesystem::path file = m_scratch.path() / "graph.onnx";
         write(g, file);
         std::vector<double> ratios;
-        for (const auto& runs : time_sessions({reference.file, file}, m_options.sessions, true)) {
-            const std::vector<double> paired = cost::detail::paired_ratios(runs[0], runs[1]);
+        for (const auto& timed : time_sessions({reference.file, file}, runs, sessions, true)) {
+            const std::vector<double> paired = cost::detail::paired_ratios(timed[0], timed[1]);
             if (!paired.empty()) ratios.push_back(cost::detail::median(paired));
         }
         RLFLOW_EXPECTS(!ratios.empty(), io_error, "ONNX Runtime timed no paired runs of a graph of the episode");
@@ -170,25 +167,25 @@ private:
         onnx_io::save_onnx(g, file, written);
     }
 
-    /// The runs of `files` in each of `count` sessions (interleaved or each alone), for the
-    /// sessions where every file ran; throws when none did.
+    /// `runs` runs of each of `files` in each of `count` sessions (interleaved or each
+    /// alone), for the sessions where every file ran; throws when none did.
     [[nodiscard]] std::vector<std::vector<std::vector<double>>> time_sessions(const std::vector<std::filesystem::path>& files,
-                                                                             int count, bool interleave) {
+                                                                             int runs, int count, bool interleave) {
         cost::OrtTimingRequest request;
         request.settings = m_options.settings;
         request.warmup = m_options.warmup;
-        request.runs = m_options.runs;
+        request.runs = runs;
         request.interleave = interleave;
         request.seed = m_options.seed;
         std::vector<std::vector<std::vector<double>>> sessions;
         std::string error;
         for (int s = 0; s < count; ++s) {
-            std::vector<std::vector<double>> runs;
+            std::vector<std::vector<double>> timed;
             for (const cost::ModelTiming& t : m_worker->time(files, request)) {
-                if (t.ok()) runs.push_back(t.runs_ms);
+                if (t.ok()) timed.push_back(t.runs_ms);
                 else error = t.error;
             }
-            if (runs.size() == files.size()) sessions.push_back(std::move(runs));
+            if (timed.size() == files.size()) sessions.push_back(std::move(timed));
         }
         RLFLOW_EXPECTS(!sessions.empty(), io_error, "ONNX Runtime could not time a graph of the episode: " + error);
         return sessions;
