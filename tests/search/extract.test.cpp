@@ -1,6 +1,8 @@
-// Extraction (search/extract.hpp, search/extract_ilp.hpp): greedy's choice is acyclic and
-// optimal for tree costs; the ILP finds the optimum of shared (DAG) costs where greedy
-// does not, checked by brute force; cycles in the e-graph never reach a graph.
+// Extraction (search/extract.hpp, search/extract_ilp.hpp, search/extract_local.hpp):
+// greedy's choice is acyclic and optimal for tree costs; the ILP finds the optimum of
+// shared (DAG) costs where greedy does not, checked by brute force; the local search
+// finds sharing between classes and never makes a choice costlier or cyclic; cycles in
+// the e-graph never reach a graph.
 
 #include <rlflow/cost.hpp>
 #include <rlflow/exec.hpp>
@@ -9,6 +11,7 @@
 #include <rlflow/search/erewrite.hpp>
 #include <rlflow/search/extract.hpp>
 #include <rlflow/search/extract_ilp.hpp>
+#include <rlflow/search/extract_local.hpp>
 
 #include "../rewrite/rule_samples.hpp"
 
@@ -102,6 +105,13 @@ TEST_CASE("greedy extraction counts a shared subgraph once per use and ILP finds
     CHECK(optimum == doctest::Approx(12.0));
     const std::vector<ENodeId> greedy = search::greedy_choice(eg, cost);
     CHECK(dag_cost(eg, roots, greedy, cost) == doctest::Approx(14.0));
+    // The local search: switching one output to its Relu-based form alone costs more
+    // (18); the second output then adopting the Relu it paid for makes 12.
+    const search::LocalSearchOutcome local = search::improve_choice(eg, roots, cost, greedy);
+    CHECK(local.start_cost_ms == doctest::Approx(14.0));
+    CHECK(local.cost_ms == doctest::Approx(optimum));
+    CHECK(dag_cost(eg, roots, local.choice, cost) == doctest::Approx(optimum));
+    CHECK(local.moves == 1);
     if (!search::ilp_available) {
         MESSAGE("skipped: the ILP needs CBC (coinor-libcbc-dev)");
         return;
@@ -113,30 +123,114 @@ TEST_CASE("greedy extraction counts a shared subgraph once per use and ILP finds
     CHECK(ilp.gap == doctest::Approx(0.0));
 }
 
+namespace {
+
+/// A small random e-graph of unary ops over one input, with unions that may close
+/// cycles, random prices, and two roots (a trial of the random extraction tests).
+struct RandomEGraph {
+    EGraph eg;
+    std::vector<double> cost;
+    std::vector<ClassId> roots;
+};
+
+RandomEGraph random_egraph(Rng& rng) {
+    const OpKind ops[] = {OpKind::Relu, OpKind::Tanh, OpKind::Sigmoid, OpKind::Erf, OpKind::Sqrt, OpKind::Identity};
+    constexpr int op_nodes = 7;
+    constexpr double union_probability = 0.5;
+    RandomEGraph r;
+    const TensorType t = f32({4});
+    std::vector<ClassId> classes{r.eg.add(input_leaf(0), {t})};
+    for (int i = 0; i < op_nodes; ++i) {
+        const ClassId child = classes[rng.below(classes.size())];
+        const ClassId c = r.eg.add(unary(ops[rng.below(std::size(ops))], child), {t});
+        classes.push_back(c);
+        if (i >= 2 && rng.uniform() < union_probability) r.eg.merge(c, classes[1 + rng.below(classes.size() - 2)]);
+    }
+    r.eg.rebuild();
+    r.cost.assign(r.eg.node_bound(), 0.0);
+    for (ENodeId e = 1; e < r.eg.node_bound(); ++e) r.cost[e] = 1.0 + 9.0 * rng.uniform();
+    r.roots = {r.eg.find(classes.back()), r.eg.find(classes[classes.size() - 2])};
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("the local search lies between brute force and greedy on random e-graphs, acyclic and deterministic") {
+    Rng rng(7);
+    std::size_t moved = 0, greedy_short = 0;
+    constexpr int trials = 40;
+    for (int trial = 0; trial < trials; ++trial) {
+        CAPTURE(trial);
+        const RandomEGraph r = random_egraph(rng);
+        const double optimum = brute_force(r.eg, r.roots, r.cost);
+        const std::vector<ENodeId> greedy = search::greedy_choice(r.eg, r.cost);
+        const double greedy_cost = dag_cost(r.eg, r.roots, greedy, r.cost);
+        const search::LocalSearchOutcome local = search::improve_choice(r.eg, r.roots, r.cost, greedy);
+        const double local_cost = dag_cost(r.eg, r.roots, local.choice, r.cost);  // infinite if cyclic
+        CHECK(local_cost == doctest::Approx(local.cost_ms));
+        CHECK(local_cost >= optimum - 1e-9);
+        CHECK(local_cost <= greedy_cost + 1e-9);
+        CHECK((local.moves > 0) == (local_cost < greedy_cost - 1e-9));
+        CHECK(search::improve_choice(r.eg, r.roots, r.cost, greedy).choice == local.choice);
+        moved += local.moves > 0 ? 1 : 0;
+        greedy_short += greedy_cost > optimum + 1e-9 ? 1 : 0;
+    }
+    CHECK(greedy_short > 0);  // some trials had sharing that greedy missed,
+    CHECK(moved > 0);         // and the local search found some of it
+}
+
+TEST_CASE("the local search takes a merged op whose two outputs stand in two classes") {
+    // a = Relu(x) and b = Tanh(x) cost 7 each; m = a two-output op of x costing 10,
+    // whose outputs are united with a and b. For either class alone m costs more (10
+    // against 7); for both it saves 4. The roots read a and b through Sqrt (1 each).
+    EGraph eg;
+    const TensorType t = f32({4});
+    const ClassId x = eg.add(input_leaf(0), {t});
+    const ClassId a = eg.add(unary(OpKind::Relu, x), {t});
+    const ClassId b = eg.add(unary(OpKind::Tanh, x), {t});
+    ENode merged = unary(OpKind::Split, x);
+    merged.num_outputs = 2;
+    const ClassId m = eg.add(merged, {t, t});
+    for (std::uint32_t k = 0; k < 2; ++k) {
+        ENode out;
+        out.kind = ENode::Kind::output;
+        out.children = {m};
+        out.output = k;
+        eg.merge(k == 0 ? a : b, eg.add(out, {t}));
+    }
+    const std::vector<ClassId> roots{eg.add(unary(OpKind::Sqrt, a), {t}), eg.add(unary(OpKind::Sqrt, b), {t})};
+    eg.rebuild();
+    std::vector<double> cost(eg.node_bound(), 0.0);
+    for (ENodeId e = 0; e < eg.node_bound(); ++e) {
+        const ENode& n = eg.node(e);
+        if (n.kind != ENode::Kind::op) continue;
+        cost[e] = n.payload.op == OpKind::Split ? 10.0 : n.payload.op == OpKind::Sqrt ? 1.0 : 7.0;
+    }
+    const std::vector<ENodeId> greedy = search::greedy_choice(eg, cost);
+    CHECK(dag_cost(eg, roots, greedy, cost) == doctest::Approx(16.0));
+    const search::LocalSearchOutcome local = search::improve_choice(eg, roots, cost, greedy);
+    CHECK(local.cost_ms == doctest::Approx(brute_force(eg, roots, cost)));
+    CHECK(local.cost_ms == doctest::Approx(12.0));
+    CHECK(eg.node(local.choice[eg.find(a)]).kind == ENode::Kind::output);
+    CHECK(eg.node(local.choice[eg.find(b)]).kind == ENode::Kind::output);
+    search::LocalSearchOptions none;
+    none.seconds = 0;
+    CHECK(search::improve_choice(eg, roots, cost, greedy, none).choice == greedy);  // 0 s: off
+}
+
 TEST_CASE("ILP matches brute force on small random e-graphs, and with cycles filtered lies between it and greedy") {
     if (!search::ilp_available) {
         MESSAGE("skipped: the ILP needs CBC (coinor-libcbc-dev)");
         return;
     }
-    const OpKind ops[] = {OpKind::Relu, OpKind::Tanh, OpKind::Sigmoid, OpKind::Erf, OpKind::Sqrt, OpKind::Identity};
     Rng rng(7);
     bool filtered_some = false;
     for (int trial = 0; trial < 20; ++trial) {
         CAPTURE(trial);
-        EGraph eg;
-        const TensorType t = f32({4});
-        std::vector<ClassId> classes{eg.add(input_leaf(0), {t})};
-        std::vector<double> cost{0.0};
-        for (int i = 0; i < 7; ++i) {
-            const ClassId child = classes[rng.below(classes.size())];
-            const ClassId c = eg.add(unary(ops[rng.below(std::size(ops))], child), {t});
-            classes.push_back(c);
-            if (i >= 2 && rng.uniform() < 0.5) eg.merge(c, classes[1 + rng.below(classes.size() - 2)]);
-        }
-        eg.rebuild();
-        cost.resize(eg.node_bound());
-        for (ENodeId e = 1; e < eg.node_bound(); ++e) cost[e] = 1.0 + 9.0 * rng.uniform();
-        const std::vector<ClassId> roots{eg.find(classes.back()), eg.find(classes[classes.size() - 2])};
+        const RandomEGraph r = random_egraph(rng);
+        const EGraph& eg = r.eg;
+        const std::vector<double>& cost = r.cost;
+        const std::vector<ClassId>& roots = r.roots;
         const double optimum = brute_force(eg, roots, cost);
         const std::vector<ENodeId> greedy = search::greedy_choice(eg, cost);
         CHECK(dag_cost(eg, roots, greedy, cost) >= optimum - 1e-9);  // acyclic, so finite and no better

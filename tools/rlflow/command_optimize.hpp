@@ -294,8 +294,13 @@ inline nlohmann::json eqsat_json(const search::EqsatStats& s, const search::Eqsa
     j["iteration_limit"] = options.iteration_limit;
     j["multi_rounds"] = options.multi_rounds;
     j["multi_rounds_run"] = s.multi_rounds;
+    j["multi_schedule"] = options.multi_schedule == search::EqsatOptions::MultiSchedule::first ? "first" : "saturated";
     j["extraction"] = s.extraction;
     j["greedy_cost_ms"] = s.greedy_cost_ms;
+    j["local_cost_ms"] = s.local_cost_ms;
+    j["local_moves"] = s.local.moves;
+    j["local_passes"] = s.local.passes;
+    j["local_seconds"] = s.local.seconds;
     if (s.ilp) {
         j["ilp_cost_ms"] = s.ilp_cost_ms;
         j["ilp_status"] = s.ilp->status;
@@ -575,8 +580,21 @@ inline void add_optimize_command(CLI::App& app) {
     cmd->add_option("--multi-rounds", o->eqsat.multi_rounds,
                     "--search eqsat: iterations in which rules with several outputs run (Tensat's k_multi)")
         ->check(CLI::Range(std::size_t{0}, std::size_t{1'000'000}))->capture_default_str();
+    cmd->add_option_function<std::string>(
+           "--multi-schedule",
+           [o](const std::string& v) {
+               o->eqsat.multi_schedule = v == "first" ? search::EqsatOptions::MultiSchedule::first
+                                                      : search::EqsatOptions::MultiSchedule::saturated;
+           },
+           "--search eqsat: when the --multi-rounds run: first (the first iterations, as Tensat) or saturated (each "
+           "after an iteration in which the single-output rules changed nothing; default)")
+        ->check(CLI::IsMember({"first", "saturated"}));
     cmd->add_option("--extract", o->extract, "--search eqsat: greedy (cheapest e-node per class) or ilp (CBC; the cheaper of it and greedy)")
         ->check(CLI::IsMember({"greedy", "ilp"}))->capture_default_str();
+    cmd->add_option("--local-search-seconds", o->eqsat.local.seconds,
+                    "--search eqsat: seconds of the local search that improves greedy's choice with shared subgraphs "
+                    "counted once (0: off)")
+        ->check(CLI::Range(0.0, 1e6))->capture_default_str();
     cmd->add_option("--ilp-time-limit", o->eqsat.ilp_time_limit_seconds, "--search eqsat --extract ilp: the solver's seconds")
         ->check(CLI::PositiveNumber)->capture_default_str();
     cmd->add_option("--ilp-cycles", o->ilp_cycles,

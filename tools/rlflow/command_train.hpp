@@ -48,6 +48,9 @@ struct TrainOptions {
     /// --reward ort-latency: timed runs per session, and sessions per graph.
     int latency_runs = rl::OrtLatencyOptions{}.runs;
     int latency_sessions = rl::OrtLatencyOptions{}.sessions;
+    /// ONNX Runtime's optimisation level and threads, for --cost ort and the latency reward.
+    std::string ort_level = cost::OrtSettings{}.level;
+    int ort_threads = cost::OrtSettings{}.threads;
     std::string rules = "default";
     std::size_t rollout_steps = rl::PpoOptions{}.rollout_steps;
     std::size_t step_limit = rl::EnvOptions{}.step_limit;
@@ -154,6 +157,7 @@ struct LatencyReward {
         measuring.seed = o.seed;
         measuring.runs = o.latency_runs;
         measuring.sessions = o.latency_sessions;
+        measuring.settings = {o.ort_level, o.ort_threads};
         latency = std::make_unique<rl::OrtLatency>(*worker, measuring);
     }
     /// The measure rewards come from (empty: the cost model's per-op sum).
@@ -373,6 +377,7 @@ inline void dispatch_train(const TrainOptions& o) {
     if (cost == "ort") {
         cost::OrtBackendOptions ort;
         ort.seed = o.seed;
+        ort.settings = {o.ort_level, o.ort_threads};
         return run(cost::OrtBackend(ort));
     }
     run(cost::AnalyticBackend::preset("cpu"));
@@ -415,6 +420,11 @@ inline void add_train_command(CLI::App& app) {
                     "--reward ort-latency: sessions per graph; the latency is the start's times the median of their "
                     "median paired ratios")
         ->check(CLI::Range(1, 100))->capture_default_str();
+    cmd->add_option("--ort-level", o->ort_level,
+                    "ONNX Runtime optimisation level of --cost ort's prices and of --reward ort-latency's timings")
+        ->check(CLI::IsMember({"disabled", "basic", "extended", "all"}))->capture_default_str();
+    cmd->add_option("--ort-threads", o->ort_threads, "ONNX Runtime threads (--cost ort, --reward ort-latency)")
+        ->check(CLI::PositiveNumber)->capture_default_str();
     cmd->add_option("--cost-cache", o->cost_cache,
                     "read op costs from, and save them to, this file ('none': no cache; default for measuring backends: "
                     "~/.cache/rlflow, shared with optimize)");

@@ -6,7 +6,8 @@
 ///
 /// Each iteration finds every rule's matches in the e-graph as it stands, applies them
 /// all, then rebuilds. Rules with several outputs grow the e-graph fastest, so they run
-/// in the first `multi_rounds` iterations only (Tensat's k_multi, default 1).
+/// in `multi_rounds` iterations only: the first ones (Tensat's k_multi, default 1), or,
+/// with MultiSchedule::saturated, each one after the single-output rules saturated.
 /// Limits: e-nodes, iterations, matches per rule and iteration, the clock and the stop
 /// flag; when one ends exploration, extraction still runs.
 ///
@@ -18,15 +19,17 @@
 /// descendants search per match and only removes choices extraction avoids anyway.
 ///
 /// Extraction prices e-nodes with the cost model (extract.hpp), takes greedy's choice,
-/// and with `ilp` also the ILP's (extract_ilp.hpp) seeded with greedy's. Both are priced
-/// as whole graphs by CostModel::graph_cost, the price every other search reports, and
-/// the cheaper is the result; the other is its runner-up. A result that is not cheaper
-/// than the input is the input.
+/// improves it by local search with shared subgraphs counted once (extract_local.hpp),
+/// and with `ilp` also takes the ILP's (extract_ilp.hpp) seeded with the improved choice.
+/// Each is priced as a whole graph by CostModel::graph_cost, the price every other search
+/// reports, and the cheapest is the result; the next is its runner-up. A result that is
+/// not cheaper than the input is the input.
 
 #include <rlflow/search/egraph_convert.hpp>
 #include <rlflow/search/erewrite.hpp>
 #include <rlflow/search/extract.hpp>
 #include <rlflow/search/extract_ilp.hpp>
+#include <rlflow/search/extract_local.hpp>
 #include <rlflow/search/search.hpp>
 
 #include <chrono>
@@ -35,12 +38,21 @@
 
 namespace rlflow::search {
 
-/// How eqsat explores and extracts (Tensat's experiments: 50,000 e-nodes, 15 iterations).
+/// How eqsat explores and extracts. Tensat's experiments used 50,000 e-nodes, 15
+/// iterations and k_multi 1 (MultiSchedule::first); the defaults here run the
+/// multi-output rules twice, each time after the single-output rules saturated, which
+/// needs more iterations (inception-v3 saturates after 28, NasNet-A after 39).
 struct EqsatOptions {
     std::size_t node_limit = 50000;
-    std::size_t iteration_limit = 15;
-    /// The first iterations, in which rules with several outputs run too.
-    std::size_t multi_rounds = 1;
+    std::size_t iteration_limit = 40;
+    /// Iterations in which rules with several outputs run too.
+    std::size_t multi_rounds = 2;
+    /// Which iterations those are: the first ones (Tensat's k_multi), or each one that
+    /// follows an iteration in which the single-output rules changed nothing, so that the
+    /// multi-output rules also see what those made (a merge of two convolutions after
+    /// their BatchNorms were folded and their Relus fused, as TASO's sequences do).
+    enum class MultiSchedule : std::uint8_t { first, saturated };
+    MultiSchedule multi_schedule = MultiSchedule::saturated;
     /// Matches of one rule applied per iteration, at most.
     std::size_t match_limit = 20000;
     enum class Extraction : std::uint8_t { greedy, ilp };
@@ -48,6 +60,8 @@ struct EqsatOptions {
     double ilp_time_limit_seconds = 60;
     /// How the ILP keeps its choice acyclic (extract_ilp.hpp).
     IlpCycles ilp_cycles = IlpCycles::filter;
+    /// The local search after greedy (extract_local.hpp); seconds 0 turns it off.
+    LocalSearchOptions local;
 };
 
 /// What eqsat did, for the report.
@@ -58,9 +72,12 @@ struct EqsatStats {
     std::size_t multi_rounds = 0;
     /// saturated, node_limit, iteration_limit, time_limit or interrupted.
     std::string stop;
-    /// greedy or ilp: which extraction gave the result.
+    /// greedy, local or ilp: which extraction gave the result.
     std::string extraction;
     double greedy_cost_ms = 0;
+    /// The local search's outcome (moves 0: it kept greedy's choice) and its graph's cost.
+    LocalSearchOutcome local;
+    double local_cost_ms = 0;
     /// Set when the ILP ran.
     std::optional<IlpOutcome> ilp;
     double ilp_cost_ms = 0;
@@ -91,25 +108,60 @@ using Clock = std::chrono::steady_clock;
     return StopReason::budget;
 }
 
+/// One extraction's graph, priced whole, and which extraction it was.
+struct Extracted {
+    SearchResult::RunnerUp graph;
+    std::string name;
+};
+
+/// Extraction's graphs (see the file comment): greedy's, the local search's where it
+/// moved, and the ILP's with `eq.extraction` ilp; each distinct cost once, cheapest
+/// first (on a tie, the earlier). Fills `stats`' extraction fields but the seconds.
+template <cost::CostBackend Backend>
+[[nodiscard]] std::vector<Extracted> extract_candidates(const Graph& graph, const SeededEGraph& seeded, const rewrite::RuleSet& rules,
+                                                        cost::CostModel<Backend>& model, const std::vector<double>& costs,
+                                                        const EqsatOptions& eq, EqsatStats& stats) {
+    std::vector<Extracted> out;
+    const auto add = [&](const std::vector<ENodeId>& choice, const char* name) {
+        Graph g = extract_graph(graph, seeded, choice);
+        const double c = model.graph_cost(g);
+        if (std::none_of(out.begin(), out.end(), [&](const Extracted& e) { return e.graph.cost_ms == c; }))
+            out.push_back({{std::move(g), c, rules_used(seeded.egraph, seeded.roots, choice, rules), {}}, name});
+        return c;
+    };
+    const std::vector<ENodeId> greedy = greedy_choice(seeded.egraph, costs);
+    stats.greedy_cost_ms = add(greedy, "greedy");
+    stats.local = improve_choice(seeded.egraph, seeded.roots, costs, greedy, eq.local);
+    stats.local_cost_ms = stats.local.moves > 0 ? add(stats.local.choice, "local") : stats.greedy_cost_ms;
+    if (eq.extraction == EqsatOptions::Extraction::ilp) {
+        stats.ilp = ilp_choice(seeded.egraph, seeded.roots, costs, stats.local.choice, eq.ilp_time_limit_seconds, eq.ilp_cycles);
+        stats.ilp_cost_ms = add(stats.ilp->choice, "ilp");
+    }
+    std::stable_sort(out.begin(), out.end(), [](const Extracted& a, const Extracted& b) { return a.graph.cost_ms < b.graph.cost_ms; });
+    return out;
+}
+
 }  // namespace detail
 
 /// Explores: runs the iterations of the file comment on `eg` under `options`' clock and
 /// stop flag (its progress callback sees iterations); fills `stats`' iterations,
-/// multi_rounds (iterations that ran them) and applied. Returns why it ended: saturated, node_limit,
+/// multi_rounds (iterations that ran multi-output rules; 0 on entry) and applied. Returns why it ended: saturated, node_limit,
 /// iteration_limit, time_limit or interrupted.
 [[nodiscard]] inline std::string saturate(EGraph& eg, const rewrite::RuleSet& rules, const EqsatOptions& eq, EqsatStats& stats,
                                           const SearchOptions& options = {}, double initial_cost_ms = 0) {
     const detail::StopRules stop(options);
+    bool single_saturated = false;
     for (std::size_t iteration = 0;; ++iteration) {
         if (const auto why = stop.check(0)) return why == StopReason::interrupted ? "interrupted" : "time_limit";
         if (iteration >= eq.iteration_limit) return "iteration_limit";
         if (eg.node_bound() >= eq.node_limit) return "node_limit";
-        const bool multi = iteration < eq.multi_rounds;
+        const bool multi = stats.multi_rounds < eq.multi_rounds &&
+                           (eq.multi_schedule == EqsatOptions::MultiSchedule::first || single_saturated);
         std::vector<EMatch> matches;
         EMatcher matcher(eg, rules);
         for (std::uint32_t r = 0; r < rules.size(); ++r)
             if (rules[r].outputs.size() == 1 || multi) matcher.find_all(r, matches, eq.match_limit, options.stop);
-        if (multi) stats.multi_rounds = iteration + 1;
+        if (multi) ++stats.multi_rounds;
         const std::size_t nodes_before = eg.node_bound(), unions_before = eg.unions();
         for (const EMatch& m : matches) {
             if (eg.node_bound() >= eq.node_limit || stop.check(0)) break;
@@ -119,7 +171,9 @@ using Clock = std::chrono::steady_clock;
         eg.rebuild();
         stats.iterations = iteration + 1;
         if (options.on_progress) options.on_progress({iteration + 1, eq.iteration_limit, initial_cost_ms, initial_cost_ms});
-        if (eg.node_bound() == nodes_before && eg.unions() == unions_before) return "saturated";
+        const bool changed = eg.node_bound() != nodes_before || eg.unions() != unions_before;
+        single_saturated = !changed && !multi;
+        if (!changed && !(single_saturated && stats.multi_rounds < eq.multi_rounds)) return "saturated";
     }
 }
 
@@ -142,36 +196,18 @@ template <cost::CostBackend Backend>
     const std::vector<double> costs = enode_costs(seeded.egraph, model);
     stats.price_seconds = detail::seconds_since(clock);
     clock = detail::Clock::now();
-    const std::vector<ENodeId> greedy = greedy_choice(seeded.egraph, costs);
-    Graph best = extract_graph(graph, seeded, greedy);
-    auto best_rules = rules_used(seeded.egraph, seeded.roots, greedy, *rules);
-    stats.greedy_cost_ms = model.graph_cost(best);
-    stats.extraction = "greedy";
-    double best_cost = stats.greedy_cost_ms;
-    if (eq.extraction == EqsatOptions::Extraction::ilp) {
-        stats.ilp = ilp_choice(seeded.egraph, seeded.roots, costs, greedy, eq.ilp_time_limit_seconds, eq.ilp_cycles);
-        Graph ilp = extract_graph(graph, seeded, stats.ilp->choice);
-        auto ilp_rules = rules_used(seeded.egraph, seeded.roots, stats.ilp->choice, *rules);
-        stats.ilp_cost_ms = model.graph_cost(ilp);
-        if (stats.ilp_cost_ms < best_cost) {
-            result.runners_up.push_back({std::move(best), best_cost, std::move(best_rules), {}});
-            best = std::move(ilp);
-            best_rules = std::move(ilp_rules);
-            best_cost = stats.ilp_cost_ms;
-            stats.extraction = "ilp";
-        } else if (stats.ilp_cost_ms > best_cost) {
-            result.runners_up.push_back({std::move(ilp), stats.ilp_cost_ms, std::move(ilp_rules), {}});
-        }
-    }
+    std::vector<detail::Extracted> candidates = detail::extract_candidates(graph, seeded, *rules, model, costs, eq, stats);
     stats.extract_seconds = detail::seconds_since(clock);
+    stats.extraction = candidates.front().name;
+    const double best_cost = candidates.front().graph.cost_ms;
     if (best_cost < result.initial_cost_ms) {
-        result.graph = std::move(best);
+        result.graph = std::move(candidates.front().graph.graph);
         result.best_cost_ms = best_cost;
-        result.rewrites = std::move(best_rules);
+        result.rewrites = std::move(candidates.front().graph.rewrites);
+        for (std::size_t i = 1; i < candidates.size(); ++i) result.runners_up.push_back(std::move(candidates[i].graph));
     } else {
         result.graph = graph;
         result.best_cost_ms = result.initial_cost_ms;
-        result.runners_up.clear();
     }
     if (result.runners_up.size() + 1 > options.keep_best) result.runners_up.resize(options.keep_best > 0 ? options.keep_best - 1 : 0);
     result.expansions = stats.iterations;
