@@ -8,6 +8,9 @@
 //   e-nodes added per second.
 // - eqsat_extract_greedy / eqsat_extract_ilp: extraction from that e-graph (priced once,
 //   outside the timing): greedy's choice, and the ILP's seeded with it (60 s limit).
+// - eqsat_extract_local: the local search from greedy's choice, on the e-graph eqsat's
+//   default exploration makes (multi-output rules twice, after saturation); counters:
+//   moves kept, DAG-cost evaluations, and the DAG cost's ratio greedy / local.
 
 #include <rlflow/cost.hpp>
 #include <rlflow/models/zoo.hpp>
@@ -62,6 +65,8 @@ void greedy(benchmark::State& state, const std::string& model) {
 search::EqsatOptions bench_eqsat() {
     search::EqsatOptions eq;
     eq.iteration_limit = 3;
+    eq.multi_rounds = 1;
+    eq.multi_schedule = search::EqsatOptions::MultiSchedule::first;
     return eq;
 }
 
@@ -87,11 +92,11 @@ struct Saturated {
     std::vector<double> cost;
 };
 
-Saturated saturated(const std::string& model) {
+Saturated saturated(const std::string& model, const search::EqsatOptions& eq = bench_eqsat()) {
     Saturated s{models::build_zoo_model(model), {}, {}};
     s.seeded = search::seed_egraph(s.graph);
     search::EqsatStats stats;
-    (void)search::saturate(s.seeded.egraph, *rules(), bench_eqsat(), stats);
+    (void)search::saturate(s.seeded.egraph, *rules(), eq, stats);
     cost::CostModel<cost::AnalyticBackend> costs(cost::AnalyticBackend::preset("v100"));
     s.cost = search::enode_costs(s.seeded.egraph, costs);
     return s;
@@ -101,6 +106,17 @@ void eqsat_extract_greedy(benchmark::State& state, const std::string& model) {
     const Saturated s = saturated(model);
     for (auto _ : state) benchmark::DoNotOptimize(search::greedy_choice(s.seeded.egraph, s.cost));
     state.counters["enodes"] = static_cast<double>(s.seeded.egraph.num_nodes());
+}
+
+void eqsat_extract_local(benchmark::State& state, const std::string& model) {
+    const Saturated s = saturated(model, search::EqsatOptions{});
+    const auto greedy = search::greedy_choice(s.seeded.egraph, s.cost);
+    search::LocalSearchOutcome out;
+    for (auto _ : state) out = search::improve_choice(s.seeded.egraph, s.seeded.roots, s.cost, greedy);
+    state.counters["enodes"] = static_cast<double>(s.seeded.egraph.num_nodes());
+    state.counters["moves"] = static_cast<double>(out.moves);
+    state.counters["evaluations"] = static_cast<double>(out.evaluations);
+    state.counters["speedup"] = out.start_cost_ms / out.cost_ms;
 }
 
 void eqsat_extract_ilp(benchmark::State& state, const std::string& model) {
@@ -130,6 +146,8 @@ BENCHMARK_CAPTURE(greedy, resnext50, std::string("resnext50"))->Unit(benchmark::
 BENCHMARK_CAPTURE(eqsat_saturate, bert, std::string("bert"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(eqsat_extract_greedy, bert, std::string("bert"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(eqsat_extract_greedy, nasnet_a, std::string("nasnet_a"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(eqsat_extract_local, inception_v3, std::string("inception_v3"))->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(eqsat_extract_local, bert, std::string("bert"))->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(eqsat_extract_ilp, bert, std::string("bert"))->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(eqsat_extract_ilp, nasnet_a, std::string("nasnet_a"))->Unit(benchmark::kMillisecond)->Iterations(1);
 
