@@ -99,17 +99,27 @@ inline ClassId class_of_tensor(EGraph& eg, Witness& w, TensorRef t, std::uint32_
 }
 
 /// Whether a class in `targets` is reachable from `from` along e-node children.
-[[nodiscard]] inline bool reaches(const EGraph& eg, std::vector<ClassId> from, const std::set<ClassId>& targets) {
+[[nodiscard]] inline bool reaches(const EGraph& eg, const std::vector<ClassId>& from, const std::set<ClassId>& targets) {
     std::vector<char> seen(eg.class_bound(), 0);
-    while (!from.empty()) {
-        const ClassId c = eg.find(from.back());
-        from.pop_back();
-        if (targets.contains(c)) return true;
-        if (seen[c]) continue;
+    std::vector<ClassId> stack;
+    // Marks a class when it is first met, so that each is expanded once (pushing every
+    // child of every member before checking made the stack grow with duplicates: most of
+    // NasNet-A's exploring time went here).
+    const auto meet = [&](ClassId c) {
+        c = eg.find(c);
+        if (seen[c]) return false;
         seen[c] = 1;
+        stack.push_back(c);
+        return targets.contains(c);
+    };
+    for (const ClassId c : from)
+        if (c != no_class && meet(c)) return true;
+    while (!stack.empty()) {
+        const ClassId c = stack.back();
+        stack.pop_back();
         for (const ENodeId n : eg.members(c))
             for (const ClassId child : eg.node(n).children)
-                if (child != no_class) from.push_back(child);
+                if (child != no_class && meet(child)) return true;
     }
     return false;
 }
