@@ -12,11 +12,12 @@
 /// flag; when one ends exploration, extraction still runs.
 ///
 /// Cycles. A rewrite can make a class reachable from itself (a tensor equal to something
-/// computed from it). The e-graph keeps such rewrites; extraction never uses them:
-/// greedy settles classes in an order in which every chosen e-node's children come
-/// first, the ILP has order variables per class, and converting a choice back to a graph
-/// checks for a cycle. Filtering them while exploring, as Tensat does, costs a
-/// descendants search per match and only removes choices extraction avoids anyway.
+/// computed from it). A rule with several outputs is refused where it would close one
+/// (Tensat's filtering, a descendants search per match: erewrite.hpp). Cycles that rules
+/// with one output make stay in the e-graph, and extraction never uses them: greedy
+/// settles classes in an order in which every chosen e-node's children come first, the
+/// local search checks each move, the ILP filters or orders them, and converting a
+/// choice back to a graph checks for a cycle.
 ///
 /// Extraction prices e-nodes with the cost model (extract.hpp), takes greedy's choice,
 /// improves it by local search with shared subgraphs counted once (extract_local.hpp),
