@@ -8,8 +8,8 @@
 //   e-nodes added per second.
 // - eqsat_extract_greedy / eqsat_extract_ilp: extraction from that e-graph (priced once,
 //   outside the timing): greedy's choice, and the ILP's seeded with it (60 s limit).
-// - eqsat_extract_local: the local search from greedy's choice, on the e-graph eqsat's
-//   default exploration makes (multi-output rules twice, after saturation); counters:
+// - eqsat_extract_local: the local search from greedy's choice, on the e-graph of
+//   EqsatOptions::saturated() (multi-output rules twice, after saturation); counters:
 //   moves kept, DAG-cost evaluations, and the DAG cost's ratio greedy / local.
 
 #include <rlflow/cost.hpp>
@@ -65,8 +65,6 @@ void greedy(benchmark::State& state, const std::string& model) {
 search::EqsatOptions bench_eqsat() {
     search::EqsatOptions eq;
     eq.iteration_limit = 3;
-    eq.multi_rounds = 1;
-    eq.multi_schedule = search::EqsatOptions::MultiSchedule::first;
     return eq;
 }
 
@@ -109,7 +107,7 @@ void eqsat_extract_greedy(benchmark::State& state, const std::string& model) {
 }
 
 void eqsat_extract_local(benchmark::State& state, const std::string& model) {
-    const Saturated s = saturated(model, search::EqsatOptions{});
+    const Saturated s = saturated(model, search::EqsatOptions::saturated());
     const auto greedy = search::greedy_choice(s.seeded.egraph, s.cost);
     search::LocalSearchOutcome out;
     for (auto _ : state) out = search::improve_choice(s.seeded.egraph, s.seeded.roots, s.cost, greedy);

@@ -157,8 +157,8 @@ TEST_CASE("train --reward ort-latency rewards the ORT latency of whole graphs, w
     }
     const ScratchDir dir("rlflow-cli-train-latency");
     const std::string agent = dir.file("agent");
-    const Result trained = run_cli("train --graph zoo:squeezenet1_1 --cost analytic --reward ort-latency --rollout-steps 4 "
-                                   "--step-limit 2 --updates 1 --checkpoint " + agent);
+    const Result trained = run_cli("train --graph zoo:squeezenet1_1 --cost analytic --reward ort-latency --ort-level extended "
+                                   "--rollout-steps 4 --step-limit 2 --updates 1 --checkpoint " + agent);
     REQUIRE_MESSAGE(trained.exit_code == 0, trained.output);
     CHECK(trained.output.find("rewards from ort-latency:") != std::string::npos);
     CHECK(trained.output.find("graphs timed") != std::string::npos);
@@ -171,6 +171,7 @@ TEST_CASE("train --reward ort-latency rewards the ORT latency of whole graphs, w
     CHECK(run_cli("info " + fastest[0]["file"].get<std::string>()).exit_code == 0);
     const nlohmann::json state = nlohmann::json::parse(read_file(agent + "/agent.json"));
     CHECK(state["cost_backend"].get<std::string>().starts_with("ort-latency:"));
+    CHECK(state["cost_backend"].get<std::string>().find(":extended:") != std::string::npos);  // --ort-level reached the reward
     // Resuming with per-op rewards would mix two kinds of reward: refused, naming both.
     const Result mixed = run_cli("train --resume --updates 1 --cost analytic --checkpoint " + agent);
     CHECK(mixed.exit_code == 2);

@@ -586,20 +586,21 @@ inline void add_optimize_command(CLI::App& app) {
                o->eqsat.multi_schedule = v == "first" ? search::EqsatOptions::MultiSchedule::first
                                                       : search::EqsatOptions::MultiSchedule::saturated;
            },
-           "--search eqsat: when the --multi-rounds run: first (the first iterations, as Tensat) or saturated (each "
-           "after an iteration in which the single-output rules changed nothing; default)")
+           "--search eqsat: when the --multi-rounds run: first (the first iterations, as Tensat; default) or "
+           "saturated (each after an iteration in which the single-output rules changed nothing)")
         ->check(CLI::IsMember({"first", "saturated"}));
-    cmd->add_option("--extract", o->extract, "--search eqsat: greedy (cheapest e-node per class) or ilp (CBC; the cheaper of it and greedy)")
+    cmd->add_option("--extract", o->extract, "--search eqsat: greedy (cheapest e-node per class, then the local search) or ilp (also CBC's "
+                    "integer program from the local search's choice; the cheapest is written)")
         ->check(CLI::IsMember({"greedy", "ilp"}))->capture_default_str();
     cmd->add_option("--local-search-seconds", o->eqsat.local.seconds,
-                    "--search eqsat: seconds of the local search that improves greedy's choice with shared subgraphs "
-                    "counted once (0: off)")
+                    "--search eqsat: a safety limit in seconds on the local search that improves greedy's choice with "
+                    "shared subgraphs counted once (its main limit counts cost evaluations, so it is deterministic; 0: off)")
         ->check(CLI::Range(0.0, 1e6))->capture_default_str();
     cmd->add_option("--ilp-time-limit", o->eqsat.ilp_time_limit_seconds, "--search eqsat --extract ilp: the solver's seconds")
         ->check(CLI::PositiveNumber)->capture_default_str();
     cmd->add_option("--ilp-cycles", o->ilp_cycles,
-                    "--search eqsat --extract ilp: filter (leave out e-nodes on cycles that greedy does not choose, as "
-                    "Tensat; no order rows) or order (exact: order rows on the cycles)")
+                    "--search eqsat --extract ilp: filter (leave out e-nodes that close cycles and that the start does not "
+                    "choose, after Tensat; no order rows) or order (exact: order rows on the cycles)")
         ->check(CLI::IsMember({"filter", "order"}))->capture_default_str();
     cmd->add_option("--agent", o->agent, "--search mf|mb: the agent's directory, as `rlflow train` wrote it");
     cmd->add_option("--samples", o->samples, "--search mf|mb: sampled rollouts after the greedy one")

@@ -26,8 +26,8 @@
 #include <rlflow/search/ematch.hpp>
 
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 #include <vector>
 
 namespace rlflow::search {
@@ -178,7 +178,7 @@ namespace detail {
         const TensorRef by = rewrite::detail::resolve(o.target, w.location, a.created);
         if (!created.contains(by.node)) existing(by);
     }
-    return reaches(eg, std::move(read), replaced);
+    return reaches(eg, read, replaced);
 }
 
 }  // namespace detail

@@ -13,10 +13,10 @@
 ///   the components a solution's cycle runs in (ExtractionIlp);
 /// - minimise the sum of the chosen e-nodes' prices: the graph's cost with every shared
 ///   subgraph counted once, where greedy counts it once per use.
-/// The solver is given greedy's choice (which satisfies all of this) as a complete start,
-/// every variable set, and its cost as a cutoff. The LP relaxation of these rows is weak,
-/// so eqsat keeps the cheaper of greedy's and the ILP's graphs. With no solution, greedy's
-/// choice is returned and the status says so.
+/// The solver is given a start choice (eqsat's: the local search's, which satisfies all
+/// of this) as a complete start, every variable set, and its cost as a cutoff. The LP
+/// relaxation of these rows is weak, so eqsat keeps the cheapest of its extractions. With
+/// no solution, the start is returned and the status says so.
 ///
 /// Built only where CBC is found (Debian: coinor-libcbc-dev, which tools/setup.sh installs);
 /// elsewhere `ilp_available` is false and ilp_choice throws.
@@ -59,10 +59,10 @@ enum class IlpCycles {
 
 /// What the ILP gave.
 struct IlpOutcome {
-    /// class id -> e-node (greedy's where the solver found nothing).
+    /// class id -> e-node (the start's where the solver found nothing).
     std::vector<ENodeId> choice;
     /// optimal, time_limit (a solution, not proven optimal), no_solution, infeasible, or
-    /// cycles_broken (its last solution had cycles, broken with greedy's choices).
+    /// cycles_broken (its last solution had cycles, broken with the start's choices).
     std::string status;
     /// The solver's objective and lower bound, ms, and their relative gap.
     double objective = 0;
@@ -334,7 +334,7 @@ private:
 
 inline std::optional<std::vector<ENodeId>> ExtractionIlp::run(Cbc_Model* model, const std::vector<ENodeId>& start, double seconds,
                                                               IlpOutcome& out) const {
-    // Greedy's choice as a complete MIP start: every binary (1 for the e-nodes it chose,
+    // The start as a complete MIP start: every binary (1 for the e-nodes it chose,
     // 0 for the rest) and every order value (a chosen class's position in the choice's
     // post order, so each sits above its children; 0 elsewhere), so that CBC need not
     // complete it. Nothing costlier is worth exploring.
@@ -356,8 +356,8 @@ inline std::optional<std::vector<ENodeId>> ExtractionIlp::run(Cbc_Model* model, 
     Cbc_setLogLevel(model, 0);
     // CBC 2.10 (Debian 12) crashes in CglPreProcess::postProcess when the time limit ends
     // a preprocessed search at an unlucky moment (inception-v3's e-graph with a 5 s limit,
-    // every time); without preprocessing it does not. It costs little here: the start is
-    // what the search improves on.
+    // every time); without preprocessing it does not. The ILP benchmarks run 2-3x slower
+    // without it (search_bench), which a crash of the whole program outweighs.
     Cbc_setParameter(model, "preprocess", "off");
     Cbc_setMaximumSeconds(model, std::max(seconds, 1.0));
     Cbc_solve(model);
@@ -400,7 +400,7 @@ inline IlpOutcome ExtractionIlp::solve(const std::vector<ENodeId>& start, double
             break;
         }
         // A cycle: order the components the solution runs inside, and solve again; with
-        // nothing new to order or no time left, break its cycles with greedy's choices.
+        // nothing new to order or no time left, break its cycles with the start's choices.
         if (!order_used_components(*choice, ordered) || left() <= 0 || round == max_rounds) {
             out.choice = break_cycles(m_eg, m_roots, *choice, start);
             out.status = "cycles_broken";
@@ -413,7 +413,7 @@ inline IlpOutcome ExtractionIlp::solve(const std::vector<ENodeId>& start, double
 
 }  // namespace detail
 
-/// The ILP's choice for `roots` (see the file comment), starting from `start` (greedy's),
+/// The ILP's choice for `roots` (see the file comment), starting from `start` (acyclic),
 /// kept acyclic as `cycles` says.
 [[nodiscard]] inline IlpOutcome ilp_choice(const EGraph& eg, const std::vector<ClassId>& roots, const std::vector<double>& cost,
                                            const std::vector<ENodeId>& start, double seconds, IlpCycles cycles = IlpCycles::order) {
