@@ -6,9 +6,11 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -169,6 +171,17 @@ TEST_CASE("train --reward ort-latency rewards the ORT latency of whole graphs, w
     CHECK(fastest[0]["fastest_ms"].get<double>() <= fastest[0]["start_ms"].get<double>());
     CHECK(fastest[0]["confirmed_ratio"].get<double>() > 0);  // timed again, against the start
     CHECK(run_cli("info " + fastest[0]["file"].get<std::string>()).exit_code == 0);
+    // The timeline has the start first (ratio 1) and the fastest graph at the time fastest.json gives.
+    std::istringstream timeline(read_file(agent + "/timed.jsonl"));
+    std::vector<nlohmann::json> timed;
+    for (std::string line; std::getline(timeline, line);) timed.push_back(nlohmann::json::parse(line));
+    REQUIRE(!timed.empty());
+    CHECK(timed.front()["ratio"].get<double>() == 1.0);
+    CHECK(timed.front()["graph"] == "zoo:squeezenet1_1");
+    const auto found = std::find_if(timed.begin(), timed.end(), [&](const nlohmann::json& t) { return t["hash"] == fastest[0]["hash"]; });
+    REQUIRE(found != timed.end());
+    CHECK((*found)["seconds"].get<double>() == fastest[0]["found_seconds"].get<double>());
+    CHECK((*found)["ms"].get<double>() == fastest[0]["fastest_ms"].get<double>());
     const nlohmann::json state = nlohmann::json::parse(read_file(agent + "/agent.json"));
     CHECK(state["cost_backend"].get<std::string>().starts_with("ort-latency:"));
     CHECK(state["cost_backend"].get<std::string>().find(":extended:") != std::string::npos);  // --ort-level reached the reward

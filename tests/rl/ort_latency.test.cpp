@@ -67,6 +67,19 @@ TEST_CASE("ORT latencies of whole graphs are measured once per canonical graph")
     CHECK(fastest->ms == std::min(plain, added));
     CHECK(canonical_hash(fastest->graph) == canonical_hash(small_graph(added < plain)));
     CHECK(latency.fastest("no such interface") == nullptr);
+    // The timeline: both graphs in the order timed, the start first, each with its hash and time.
+    const auto& timeline = latency.timeline();
+    REQUIRE(timeline.size() == 2);
+    CHECK(timeline[0].hash == canonical_hash(small_graph(false)));
+    CHECK(timeline[0].ms == plain);
+    CHECK(timeline[0].reference_ms == plain);
+    CHECK(timeline[1].hash == canonical_hash(small_graph(true)));
+    CHECK(timeline[1].ms == added);
+    CHECK(timeline[1].reference_ms == plain);
+    CHECK(timeline[1].interface == timeline[0].interface);
+    CHECK(timeline[0].seconds <= timeline[1].seconds);
+    CHECK(fastest->timed.hash == canonical_hash(fastest->graph));
+    CHECK(fastest->timed.seconds == timeline[added < plain ? 1 : 0].seconds);
     // Timed again on request, outside the cache and the count.
     CHECK(latency.confirm(rl::OrtLatency::interface_key(small_graph(false)), 3, 1) > 0);
     CHECK(latency.measured() == 2);

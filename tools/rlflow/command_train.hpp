@@ -178,12 +178,39 @@ inline std::vector<std::string> interface_keys(const std::vector<Graph>& graphs)
 inline constexpr int confirm_runs = 21;
 inline constexpr int confirm_sessions = 3;
 
+/// A canonical hash as 16 hexadecimal digits, as fastest.json and timed.jsonl write it.
+inline std::string hash_hex(std::uint64_t hash) {
+    char text[17];
+    std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
+    return text;
+}
+
+/// --reward ort-latency: DIR/timed.jsonl, a line per graph the environment timed, in order:
+/// the training graph it was reached from, its canonical hash, latency, ratio to the start,
+/// and the seconds since training began. Two runs on one graph find there when each first
+/// reached the graph the other ended with.
+inline void write_timeline(const rl::OrtLatency& latency, const std::vector<std::string>& keys, const std::vector<std::string>& names,
+                           const std::filesystem::path& dir) {
+    std::vector<std::string> by_interface(keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i)
+        if (const rl::OrtLatency::Fastest* f = latency.fastest(keys[i]); f && f->index < by_interface.size()) by_interface[f->index] = names[i];
+    std::string lines;
+    for (const rl::OrtLatency::Timed& t : latency.timeline())
+        lines += nlohmann::json{{"graph", t.interface < by_interface.size() ? by_interface[t.interface] : std::string()},
+                                {"hash", hash_hex(t.hash)}, {"ms", t.ms}, {"ratio", t.ms / t.reference_ms}, {"seconds", t.seconds}}
+                     .dump() + "\n";
+    write_file_atomically(dir / "timed.jsonl", lines);
+}
+
 /// --reward ort-latency: writes, for each training graph, the fastest graph its episodes
 /// reached as the environment measured it (DIR/fastest_<i>.onnx, and DIR/fastest.json with
-/// both latencies). That graph is timed again against the start first (`confirmed_ratio`):
-/// the fastest of many measured ratios is biased low, a new measurement of one is not.
+/// both latencies, its hash and when it was first timed), and the timeline
+/// (write_timeline). That graph is timed again against the start first
+/// (`confirmed_ratio`): the fastest of many measured ratios is biased low, a new
+/// measurement of one is not.
 inline void write_fastest(rl::OrtLatency& latency, const std::vector<std::string>& keys, const std::vector<std::string>& names,
                           const std::filesystem::path& dir) {
+    write_timeline(latency, keys, names, dir);
     nlohmann::json all = nlohmann::json::array();
     for (std::size_t i = 0; i < keys.size(); ++i) {
         const rl::OrtLatency::Fastest* f = latency.fastest(keys[i]);
@@ -192,7 +219,8 @@ inline void write_fastest(rl::OrtLatency& latency, const std::vector<std::string
         const std::filesystem::path file = dir / ("fastest_" + std::to_string(i) + ".onnx");
         onnx_io::save_onnx(f->graph, file);
         all.push_back({{"graph", names[i]}, {"file", file.string()}, {"start_ms", f->first_ms}, {"fastest_ms", f->ms},
-                       {"ratio", f->ms / f->first_ms}, {"confirmed_ratio", confirmed}});
+                       {"ratio", f->ms / f->first_ms}, {"confirmed_ratio", confirmed}, {"hash", hash_hex(f->timed.hash)},
+                       {"found_seconds", f->timed.seconds}});
         std::printf("fastest graph measured from %s: %s against %s at the start (%.3f); timed again: %.3f; wrote %s\n",
                     names[i].c_str(), format_ms(f->ms).c_str(), format_ms(f->first_ms).c_str(), f->ms / f->first_ms, confirmed,
                     file.c_str());

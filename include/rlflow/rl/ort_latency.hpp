@@ -27,7 +27,10 @@
 ///
 /// It also keeps, per interface, the fastest graph it timed, and the reference's latency:
 /// so that a training run can write the fastest graph it found, to be timed again
-/// outside the environment.
+/// outside the environment. And it keeps a timeline of every graph it timed (hash,
+/// latency, seconds since it was made), which says when a training run first reached a
+/// graph: two agents started on one graph are compared by when each first met the graph
+/// the other ended with, which one noisy latency per graph cannot tell.
 ///
 /// The first reference is timed once more before its measurement, in one session whose
 /// result is dropped (`warm_process`): a fresh ORT process's first session can run slower
@@ -38,6 +41,7 @@
 #include <rlflow/cost/ort_backend.hpp>
 #include <rlflow/onnx/export.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -84,26 +88,44 @@ public:
         }
         const std::string interface = interface_key(g);
         const auto known = m_fastest.find(interface);
-        const double ms = known == m_fastest.end() ? time_reference(g, interface)
-                                                   : time_against(g, known->second, m_options.runs, m_options.sessions);
+        const bool reference = known == m_fastest.end();
+        const double ms = reference ? time_reference(g, interface) : time_against(g, known->second, m_options.runs, m_options.sessions);
         m_cache.emplace(key, ms);
         ++m_measured;
         Fastest& fastest = m_fastest.at(interface);
-        if (ms < fastest.ms) {
+        m_timeline.push_back({key, fastest.index, ms, fastest.first_ms, seconds()});
+        if (reference) {
+            fastest.timed = m_timeline.back();
+        } else if (ms < fastest.ms) {
             fastest.graph = g;
             fastest.ms = ms;
+            fastest.timed = m_timeline.back();
         }
         return ms;
     }
 
+    /// One graph as it was first timed: its canonical hash, its interface (Fastest::index),
+    /// its latency, its reference's, and the seconds since this OrtLatency was made.
+    struct Timed {
+        std::uint64_t hash = 0;
+        std::size_t interface = 0;
+        double ms = 0;
+        double reference_ms = 0;
+        double seconds = 0;
+    };
     /// The fastest graph timed with one interface, its latency, and the reference's: the
-    /// first graph of the interface, which later ones are timed against (in `file`).
+    /// first graph of the interface, which later ones are timed against (in `file`); when
+    /// it was timed; and the interface's index, in the order interfaces were first met.
     struct Fastest {
         Graph graph;
         double ms = 0;
         double first_ms = 0;
         std::filesystem::path file;
+        Timed timed;
+        std::size_t index = 0;
     };
+    /// Every graph timed (answers from the cache aside), in order.
+    [[nodiscard]] const std::vector<Timed>& timeline() const noexcept { return m_timeline; }
     /// The interface key of `g`: its graph input and output names.
     [[nodiscard]] static std::string interface_key(const Graph& g) {
         std::string key;
@@ -143,7 +165,7 @@ private:
         std::vector<double> medians;
         for (const auto& runs : time_sessions({file}, m_options.runs, m_options.sessions, false)) medians.push_back(cost::detail::median(runs.front()));
         const double ms = cost::detail::median(std::move(medians));
-        m_fastest.emplace(interface, Fastest{g, ms, ms, file});
+        m_fastest.emplace(interface, Fastest{g, ms, ms, file, {}, m_fastest.size()});
         return ms;
     }
 
@@ -160,6 +182,8 @@ private:
         RLFLOW_EXPECTS(!ratios.empty(), io_error, "ONNX Runtime timed no paired runs of a graph of the episode");
         return reference.first_ms * cost::detail::median(std::move(ratios));
     }
+
+    [[nodiscard]] double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - m_made).count(); }
 
     static void write(const Graph& g, const std::filesystem::path& file) {
         onnx_io::ExportOptions written;
@@ -196,6 +220,8 @@ private:
     cost::detail::ScratchFolder m_scratch;
     std::unordered_map<std::uint64_t, double> m_cache;
     std::unordered_map<std::string, Fastest> m_fastest;
+    std::vector<Timed> m_timeline;
+    std::chrono::steady_clock::time_point m_made = std::chrono::steady_clock::now();
     std::size_t m_measured = 0;
     std::size_t m_hits = 0;
 };
