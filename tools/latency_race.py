@@ -5,7 +5,7 @@
 
 Every DIR is the checkpoint folder of `rlflow train --reward ort-latency` on one graph
 (the same input file for all of them). Its fastest.json names, per training graph, the
-fastest graph the run timed, its canonical hash, its latency timed again against the
+fastest graph the run timed, the hash of the model as written (onnx/model_hash.hpp: what it computes, not its names), its latency timed again against the
 start (`confirmed_ratio`) and the second it was first timed (`found_seconds`); its
 timed.jsonl lists every graph the run timed, with hash and second.
 

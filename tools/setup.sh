@@ -24,7 +24,10 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ $with_tests -eq 1 ]; then
-  dpkg-query -W -f='${Status}' libonnx-testdata 2>/dev/null | grep -q "install ok installed" || missing+=(libonnx-testdata)
+  # The ONNX conformance data, and matplotlib for the figure scripts' tests.
+  for p in libonnx-testdata python3-matplotlib; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
 fi
 # tools/ort runs ONNX Runtime (npm onnxruntime-node): the ort cost backend, the guard of
 # `rlflow optimize` and the test oracle. Checked by command, not by package: a

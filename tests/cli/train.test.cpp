@@ -234,3 +234,25 @@ TEST_CASE("train --agent mb logs real and dream steps per iteration, keeps to it
     CHECK(run_cli("train --agent mb --graph zoo:squeezenet1_1 --temperature -1 --checkpoint " + dir.file("bad")).exit_code == 2);
     CHECK_FALSE(std::filesystem::exists(dir.file("bad")));
 }
+
+TEST_CASE("train --init-from starts a model-free agent from another's weights and action space, on other graphs") {
+    const ScratchDir dir("rlflow-cli-train-init");
+    const std::string base = dir.file("base"), tuned = dir.file("tuned"), fresh = dir.file("fresh");
+    const std::string common = " --cost analytic --rollout-steps 8 --updates 1 --seed 4";
+    REQUIRE(run_cli("train --graph zoo:squeezenet1_1 --checkpoint " + base + common).exit_code == 0);
+    const Result fine = run_cli("train --graph zoo:resnet18 --init-from " + base + " --checkpoint " + tuned + common);
+    REQUIRE_MESSAGE(fine.exit_code == 0, fine.output);
+    CHECK(fine.output.find("starting from the agent in") != std::string::npos);
+    const nlohmann::json from = nlohmann::json::parse(read_file(base + "/agent.json"));
+    const nlohmann::json to = nlohmann::json::parse(read_file(tuned + "/agent.json"));
+    CHECK(to["rules"] == from["rules"]);  // the trained agent's action space, not resnet18's own
+    CHECK(to["graphs"] == nlohmann::json::array({"zoo:resnet18"}));
+    CHECK(to["updates"] == 1);            // its own progress, from zero
+    // A fresh agent on resnet18 with the same seed and one update differs: the start was the trained one.
+    REQUIRE(run_cli("train --graph zoo:resnet18 --checkpoint " + fresh + common).exit_code == 0);
+    CHECK(read_file(tuned + "/weights.ckpt") != read_file(fresh + "/weights.ckpt"));
+    CHECK(run_cli("optimize zoo:resnet18 -o " + dir.file("r.onnx") + " --search mf --agent " + tuned + " --cost analytic --guard none").exit_code == 0);
+    // Not with --resume, and not for the model-based agent yet.
+    CHECK(run_cli("train --resume --init-from " + base + " --checkpoint " + tuned).exit_code == 2);
+    CHECK(run_cli("train --agent mb --graph zoo:resnet18 --init-from " + base + " --checkpoint " + dir.file("mb") + common).exit_code == 2);
+}

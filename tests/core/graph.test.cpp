@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include <utility>
+
 using namespace rlflow;
 
 namespace {
@@ -200,6 +202,28 @@ TEST_CASE("canonical form treats duplicated computations interchangeably") {
         return g;
     };
     CHECK(canonical_form(build(false)) == canonical_form(build(true)));
+}
+
+TEST_CASE("canonical form knows constants by their value, not their name") {
+    // Rewrites name the constants they add after node ids; one graph reached by two rewrite
+    // orders must have one form, as the latency cache and deduplication rely on.
+    auto build = [](const char* name, float value) {
+        Graph g;
+        const auto x = g.add_input("x", f32({2}));
+        const auto c = g.add_constant(name, Tensor::from_floats(Shape{2}, {value, value}));
+        g.add_output({g.add_node(OpKind::Mul, {{x, 0}, {c, 0}}), 0}, "y");
+        return g;
+    };
+    CHECK(canonical_form(build("Constant_3", 2.0F)) == canonical_form(build("Constant_17", 2.0F)));
+    CHECK_FALSE(canonical_form(build("Constant_3", 2.0F)) == canonical_form(build("Constant_3", 3.0F)));
+    // Weights and inputs are still known by name: their values are the model's, not the rule's.
+    Graph a, b;
+    for (auto [g, name] : {std::pair{&a, "w1"}, std::pair{&b, "w2"}}) {
+        const auto x = g->add_input("x", f32({2}));
+        const auto w = g->add_weight(name, f32({2}));
+        g->add_output({g->add_node(OpKind::Mul, {{x, 0}, {w, 0}}), 0}, "y");
+    }
+    CHECK_FALSE(canonical_form(a) == canonical_form(b));
 }
 
 TEST_CASE("canonical form distinguishes attributes and input names") {

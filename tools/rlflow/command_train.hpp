@@ -43,6 +43,9 @@ struct TrainOptions {
     std::size_t updates = 0;
     double time_limit = 0;
     bool resume = false;
+    /// --agent mf: start from this trained agent's weights and action space (fine-tuning,
+    /// e.g. on graphs it never saw), with a fresh optimiser and progress.
+    std::string init_from;
     std::string cost = "auto";
     std::string reward = "cost";
     /// --reward ort-latency: timed runs per session, and sessions per graph.
@@ -134,6 +137,15 @@ inline rl::AgentState agent_state_for(const TrainOptions& o, const std::string& 
     state.env.step_limit = o.step_limit;
     state.env.one_step_gains = !o.no_gains;
     state.cost_backend = rewards_from;
+    if (!o.init_from.empty()) {
+        // The network and its action space are the trained agent's; the rest is this run's.
+        const rl::AgentState from = rl::read_agent_state(o.init_from);
+        state.rules = from.rules;
+        state.policy = from.policy;
+        state.policy.seed = o.seed;
+        state.env.max_locations = from.env.max_locations;
+        state.env.one_step_gains = from.env.one_step_gains;
+    }
     return state;
 }
 
@@ -178,7 +190,7 @@ inline std::vector<std::string> interface_keys(const std::vector<Graph>& graphs)
 inline constexpr int confirm_runs = 21;
 inline constexpr int confirm_sessions = 3;
 
-/// A canonical hash as 16 hexadecimal digits, as fastest.json and timed.jsonl write it.
+/// A model hash (onnx_io::model_structure_hash) as 16 hexadecimal digits, as fastest.json and timed.jsonl write it.
 inline std::string hash_hex(std::uint64_t hash) {
     char text[17];
     std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
@@ -186,7 +198,7 @@ inline std::string hash_hex(std::uint64_t hash) {
 }
 
 /// --reward ort-latency: DIR/timed.jsonl, a line per graph the environment timed, in order:
-/// the training graph it was reached from, its canonical hash, latency, ratio to the start,
+/// the training graph it was reached from, the hash of the model written, latency, ratio to the start,
 /// and the seconds since training began. Two runs on one graph find there when each first
 /// reached the graph the other ended with.
 inline void write_timeline(const rl::OrtLatency& latency, const std::vector<std::string>& keys, const std::vector<std::string>& names,
@@ -241,16 +253,20 @@ void train_with(const TrainOptions& o, Backend backend) {
     std::vector<Graph> graphs;
     for (const std::string& g : state.graphs) graphs.push_back(load_model(g, o.load));
     const auto library = load_rule_set(o.rules);
+    const bool keeps_rules = o.resume || !o.init_from.empty();
     const auto rules = std::make_shared<const rewrite::RuleSet>(
-        o.resume ? rl::agent_rules(state, *library, dir)
-                 : rl::rules_matching(*library, o.rules == "default" ? rewrite::builtin_rules().size() : 0, graphs));
-    if (!o.resume) state.rules = rl::rule_names(*rules);
+        keeps_rules ? rl::agent_rules(state, *library, o.resume ? dir : std::filesystem::path(o.init_from))
+                    : rl::rules_matching(*library, o.rules == "default" ? rewrite::builtin_rules().size() : 0, graphs));
+    if (!keeps_rules) state.rules = rl::rule_names(*rules);
     const std::vector<std::string> keys = interface_keys(graphs);
     rl::MfTrainer<AgentBackend, Backend> trainer(std::move(graphs), rules, model, state, o.jobs, reward.measure());
     if (o.resume) rl::load_agent_weights(dir, trainer.policy().parameters(), &trainer.adam());
+    if (!o.init_from.empty()) rl::load_agent_weights(o.init_from, trainer.policy().parameters());
     std::filesystem::create_directories(dir);
+    const std::string start = o.resume ? ", resuming at update " + std::to_string(state.updates)
+                              : o.init_from.empty() ? std::string() : ", starting from the agent in " + o.init_from;
     std::printf("training the model-free agent on %s: %zu xfers, rewards from %s%s\n", join(state.graphs, ", ").c_str(),
-                rules->size(), rewards_from.c_str(), o.resume ? (", resuming at update " + std::to_string(state.updates)).c_str() : "");
+                rules->size(), rewards_from.c_str(), start.c_str());
     std::fflush(stdout);
 
     const std::size_t updates = o.updates == 0 && o.episodes == 0 && o.time_limit == 0 ? default_updates : o.updates;
@@ -325,6 +341,7 @@ template <cost::CostBackend Backend>
 void train_mb_with(const TrainOptions& o, Backend backend) {
     const std::filesystem::path dir(o.checkpoint);
     if (o.resume) throw precondition_error("--resume: a model-based agent cannot resume yet (its episode buffer is not saved); train a new one");
+    if (!o.init_from.empty()) throw precondition_error("--init-from: only a model-free agent (--agent mf) starts from another yet");
     if (o.graphs.empty()) throw precondition_error("--graph: name at least one model to train on");
     if (std::filesystem::exists(rl::agent_json_path(dir)))
         throw precondition_error(dir.string() + " already holds an agent; choose another --checkpoint");
@@ -433,6 +450,10 @@ inline void add_train_command(CLI::App& app) {
     cmd->add_option("--time-limit", o->time_limit, "stop after this many seconds of training (0: none)")
         ->check(CLI::Range(0.0, 1e9));
     cmd->add_flag("--resume", o->resume, "continue the agent in --checkpoint exactly where it stopped");
+    cmd->add_option("--init-from", o->init_from,
+                    "--agent mf: start from the weights and action space of the agent in this directory, with a fresh "
+                    "optimiser (fine-tuning, e.g. on graphs it never saw)")
+        ->excludes("--resume");
     cmd->add_option("--cost", o->cost,
                     "where rewards come from: auto (ort when ONNX Runtime is installed, else analytic), analytic (the cpu "
                     "preset), ort or cpu")

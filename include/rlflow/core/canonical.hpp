@@ -7,14 +7,14 @@
 /// Construction. Nodes are grouped by depth (longest path from a source). Level by level,
 /// each node is encoded as (op, attributes, output types, inputs), where an input is the
 /// canonical index of its producer and the output index; source nodes are encoded by
-/// their name and type (a Constant also by its data). Within a level, nodes are sorted by
+/// their name and type (a Constant with data by its data and type alone). Within a level, nodes are sorted by
 /// encoding and numbered in that order. Inputs only refer to lower levels, so the
 /// numbering depends on the structure alone. Nodes with identical encodings compute the
 /// same value; references to any of them use the first one's number, so their order
 /// does not matter either. Graph outputs (index, output, name) close the form.
 ///
-/// Guarantee: isomorphic graphs (same structure, attributes, input and weight names)
-/// have equal forms; equal forms imply the graphs compute the same function with the
+/// Guarantee: isomorphic graphs (same structure, attributes, input and weight names,
+/// constant values) have equal forms; equal forms imply the graphs compute the same function with the
 /// same op multiset.
 
 #include <rlflow/core/detail/byte_writer.hpp>
@@ -83,9 +83,12 @@ inline std::string encode_node(const Node& n, const std::vector<std::uint32_t>& 
     w.u64(static_cast<std::uint64_t>(n.op));
     w.str(n.op_type);
     w.str(n.domain);
-    const bool named = n.traits().has(op_flag_source);
+    // A Constant with data is its value: rewrites name the constants they add after node
+    // ids, so one graph reached by two rewrite orders would otherwise get two forms.
+    const bool by_value = n.op == OpKind::Constant && n.data;
+    const bool named = n.traits().has(op_flag_source) && !by_value;
     w.str(named ? std::string_view(n.name) : std::string_view());
-    if (n.op == OpKind::Constant && n.data) w.bytes(n.data->raw());
+    if (by_value) w.bytes(n.data->raw());
     w.u64(n.attributes.size());
     for (const auto& [name, value] : n.attributes) {
         w.str(name);

@@ -36,14 +36,18 @@ inline void check_model(const pb::ModelProto& model, const std::string& source) 
     return model;
 }
 
-/// Exports `g` and writes it to `path` through a temporary file and a rename, so a
-/// failure never leaves a partial file.
-inline void save_onnx(const Graph& g, const std::filesystem::path& path, const ExportOptions& options = {}) {
-    const pb::ModelProto model = export_model(g, options);
+/// Writes `model` to `path` through a temporary file and a rename, so a failure never
+/// leaves a partial file.
+inline void save_model(const pb::ModelProto& model, const std::filesystem::path& path) {
     write_file_atomically_with(path, [&](int fd) {
         google::protobuf::io::FileOutputStream stream(fd);
         return model.SerializeToZeroCopyStream(&stream) && stream.Flush();
     });
+}
+
+/// Exports `g` and writes it to `path` atomically (save_model).
+inline void save_onnx(const Graph& g, const std::filesystem::path& path, const ExportOptions& options = {}) {
+    save_model(export_model(g, options), path);
 }
 
 }  // namespace rlflow::onnx_io

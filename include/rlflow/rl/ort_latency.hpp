@@ -6,9 +6,12 @@
 /// GraphEnv takes it as its GraphMeasure; the default is the cost model's per-op sum.
 ///
 /// A graph is written as ONNX with its weights as initializers (so ORT prepacks them as
-/// it will in the exported model). Latencies are cached by the graph's canonical hash:
-/// an episode that comes back to a graph, and every episode's start, measure nothing and
-/// get the value they got before, so equal rewrite sequences earn equal rewards.
+/// it will in the exported model). Latencies are cached by the written model's hash
+/// (onnx/model_hash.hpp), not the IR graph's: an episode that comes back to a graph, every
+/// episode's start, and a graph that differs only in what the file does not show (a fused
+/// convolution is written as the Conv + Relu it replaced; rewrite orders name new
+/// initializers differently) measure nothing and get the value the model got before, so
+/// equal models earn equal rewards.
 ///
 /// Graphs are timed against a reference, not alone. The first graph of each interface
 /// (the names of the graph inputs and outputs: every graph an episode reaches from a
@@ -36,10 +39,10 @@
 /// result is dropped (`warm_process`): a fresh ORT process's first session can run slower
 /// (seen once in three fresh processes here: 46 ms against 35 ms on resnet18).
 
-#include <rlflow/core/canonical.hpp>
 #include <rlflow/core/error.hpp>
 #include <rlflow/cost/ort_backend.hpp>
 #include <rlflow/onnx/export.hpp>
+#include <rlflow/onnx/model_hash.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -65,7 +68,7 @@ struct OrtLatencyOptions {
     std::filesystem::path scratch;
 };
 
-/// Whole-graph latencies in ONNX Runtime, cached by canonical hash. The worker must
+/// Whole-graph latencies in ONNX Runtime, cached by model hash. The worker must
 /// outlive it; like the worker, it serves one thread at a time.
 class OrtLatency {
 public:
@@ -81,7 +84,8 @@ public:
 
     /// Milliseconds of one inference of `g` (see the file comment).
     [[nodiscard]] double operator()(const Graph& g) {
-        const std::uint64_t key = canonical_hash(g);
+        const onnx_io::pb::ModelProto model = exported(g);
+        const std::uint64_t key = onnx_io::model_structure_hash(model);
         if (const auto it = m_cache.find(key); it != m_cache.end()) {
             ++m_hits;
             return it->second;
@@ -89,7 +93,8 @@ public:
         const std::string interface = interface_key(g);
         const auto known = m_fastest.find(interface);
         const bool reference = known == m_fastest.end();
-        const double ms = reference ? time_reference(g, interface) : time_against(g, known->second, m_options.runs, m_options.sessions);
+        const double ms = reference ? time_reference(model, g, interface)
+                                    : time_against(model, known->second, m_options.runs, m_options.sessions);
         m_cache.emplace(key, ms);
         ++m_measured;
         Fastest& fastest = m_fastest.at(interface);
@@ -104,7 +109,7 @@ public:
         return ms;
     }
 
-    /// One graph as it was first timed: its canonical hash, its interface (Fastest::index),
+    /// One model as it was first timed: its hash (model_structure_hash), its interface (Fastest::index),
     /// its latency, its reference's, and the seconds since this OrtLatency was made.
     struct Timed {
         std::uint64_t hash = 0;
@@ -149,7 +154,7 @@ public:
         RLFLOW_EXPECTS(f != nullptr, precondition_error, "OrtLatency::confirm: no graph of that interface was timed");
         RLFLOW_EXPECTS(runs >= 1 && sessions >= 1, precondition_error, "OrtLatency::confirm: runs and sessions must be >= 1");
         if (f->ms >= f->first_ms) return 1.0;
-        return time_against(f->graph, *f, runs, sessions) / f->first_ms;
+        return time_against(exported(f->graph), *f, runs, sessions) / f->first_ms;
     }
 
     /// Graphs timed, and answers from the cache.
@@ -158,9 +163,9 @@ public:
 
 private:
     /// Times the first graph of an interface alone and makes it the reference.
-    [[nodiscard]] double time_reference(const Graph& g, const std::string& interface) {
+    [[nodiscard]] double time_reference(const onnx_io::pb::ModelProto& model, const Graph& g, const std::string& interface) {
         const std::filesystem::path file = m_scratch.path() / ("reference_" + std::to_string(m_fastest.size()) + ".onnx");
-        write(g, file);
+        onnx_io::save_model(model, file);
         if (m_options.warm_process && m_fastest.empty()) static_cast<void>(time_sessions({file}, m_options.runs, 1, false));
         std::vector<double> medians;
         for (const auto& runs : time_sessions({file}, m_options.runs, m_options.sessions, false)) medians.push_back(cost::detail::median(runs.front()));
@@ -169,11 +174,11 @@ private:
         return ms;
     }
 
-    /// Times `g` interleaved with its interface's reference: the reference's latency times
-    /// the median over `sessions` sessions of the median of `runs` paired ratios.
-    [[nodiscard]] double time_against(const Graph& g, const Fastest& reference, int runs, int sessions) {
+    /// Times `model` interleaved with its interface's reference: the reference's latency
+    /// times the median over `sessions` sessions of the median of `runs` paired ratios.
+    [[nodiscard]] double time_against(const onnx_io::pb::ModelProto& model, const Fastest& reference, int runs, int sessions) {
         const std::filesystem::path file = m_scratch.path() / "graph.onnx";
-        write(g, file);
+        onnx_io::save_model(model, file);
         std::vector<double> ratios;
         for (const auto& timed : time_sessions({reference.file, file}, runs, sessions, true)) {
             const std::vector<double> paired = cost::detail::paired_ratios(timed[0], timed[1]);
@@ -185,10 +190,11 @@ private:
 
     [[nodiscard]] double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - m_made).count(); }
 
-    static void write(const Graph& g, const std::filesystem::path& file) {
+    /// `g` as the file ORT times.
+    [[nodiscard]] static onnx_io::pb::ModelProto exported(const Graph& g) {
         onnx_io::ExportOptions written;
         written.check = false;  // the graph came from a checked model through verified rewrites
-        onnx_io::save_onnx(g, file, written);
+        return onnx_io::export_model(g, written);
     }
 
     /// `runs` runs of each of `files` in each of `count` sessions (interleaved or each

@@ -1,0 +1,125 @@
+// rlflow eval: every method on every graph under every seed, results.json and results.md,
+// resuming, and arguments refused before any work.
+#include "support.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+using rlflow::cli_test::Result;
+using rlflow::cli_test::run_cli;
+using rlflow::cli_test::ScratchDir;
+
+namespace {
+
+std::string read_file(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+const std::string small_export = std::string(RLFLOW_SOURCE_DIR) + "/tests/data/opaque/conv_sin_branches.onnx";
+
+/// Two small graphs, greedy and taso, two seeds, priced by the analytic V100 preset.
+std::string eval_args(const std::string& out) {
+    return "eval --graphs zoo:squeezenet1_1 " + small_export + " --methods greedy,taso --seeds 2 --cost analytic --device v100 "
+           "--budget 50 --out " + out;
+}
+
+}  // namespace
+
+TEST_CASE("eval runs every method on every graph under every seed and writes results.json and results.md") {
+    const ScratchDir dir("rlflow-cli-eval");
+    const std::string out = dir.file("eval");
+    const Result run = run_cli(eval_args(out));
+    REQUIRE_MESSAGE(run.exit_code == 0, run.output);
+    CHECK(run.output.find("8 of 8 cells done (0 kept") != std::string::npos);
+    const nlohmann::json results = nlohmann::json::parse(read_file(out + "/results.json"));
+    REQUIRE(results["cells"].size() == 8);  // 2 graphs x 2 methods x 2 seeds
+    for (const nlohmann::json& c : results["cells"]) {
+        CAPTURE(c.dump());
+        REQUIRE(c["status"] == "ok");
+        CHECK(c["verified"] == true);
+        CHECK(c["cost_after_ms"].get<double>() <= c["cost_before_ms"].get<double>());
+        CHECK(c["speedup"].get<double>() == doctest::Approx(c["cost_before_ms"].get<double>() / c["cost_after_ms"].get<double>()));
+        CHECK(c["cost_backend"].get<std::string>().find("v100") != std::string::npos);
+        CHECK(std::filesystem::exists(c["output"].get<std::string>()));
+        CHECK(c["seconds"].get<double>() >= 0);
+        CHECK(c["rewrites"].is_object());
+    }
+    // squeezenet has gains under V100 prices (its 1x1/3x3 expand pairs merge): the best
+    // method's mean is in bold in its row of the cost table.
+    const std::string md = read_file(out + "/results.md");
+    CHECK(md.find("| graph | greedy | taso |") != std::string::npos);
+    CHECK(md.find("| squeezenet1_1 |") != std::string::npos);
+    CHECK(md.find("| conv_sin_branches |") != std::string::npos);
+    CHECK(md.find("**") != std::string::npos);
+    // Seeds give zoo graphs their weights: one input per seed.
+    CHECK(std::filesystem::exists(out + "/inputs/squeezenet1_1_s1.onnx"));
+    CHECK(std::filesystem::exists(out + "/inputs/squeezenet1_1_s2.onnx"));
+}
+
+TEST_CASE("the figure script draws an eval's results: the cost bars and the rules' heatmap") {
+    const std::string python = std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+    if (std::system((python + " -c 'import matplotlib' >/dev/null 2>&1").c_str()) != 0) {
+        MESSAGE("skipped: matplotlib is missing (apt-get install python3-matplotlib)");
+        return;
+    }
+    const ScratchDir dir("rlflow-cli-eval-figures");
+    const std::string out = dir.file("eval"), figures = dir.file("figures");
+    REQUIRE(run_cli(eval_args(out)).exit_code == 0);
+    const std::string draw = python + " " + RLFLOW_SOURCE_DIR + "/tools/eval_figures.py " + out + " --out " + figures + " >/dev/null";
+    REQUIRE(std::system(draw.c_str()) == 0);
+    for (const char* name : {"speedup_cost.png", "speedup_cost.svg", "rules_heatmap.png"}) {
+        CAPTURE(name);
+        CHECK(std::filesystem::file_size(figures + "/" + name) > 1000);
+    }
+    CHECK(!std::filesystem::exists(figures + "/speedup_ort.png"));  // eval ran without --ort
+}
+
+TEST_CASE("a resumed eval keeps the finished cells and runs the rest") {
+    const ScratchDir dir("rlflow-cli-eval-resume");
+    const std::string out = dir.file("eval");
+    REQUIRE(run_cli(eval_args(out)).exit_code == 0);
+    const std::filesystem::path kept = std::filesystem::path(out) / "cells/squeezenet1_1/taso_s2.cell.json";
+    const std::filesystem::path redone = std::filesystem::path(out) / "cells/squeezenet1_1/greedy_s1.cell.json";
+    const std::string kept_record = read_file(kept);
+    const std::string redone_record = read_file(redone);
+    std::filesystem::remove(redone);  // as if the run had been interrupted in that cell
+    const auto kept_time = std::filesystem::last_write_time(kept);
+    const Result again = run_cli(eval_args(out));
+    REQUIRE_MESSAGE(again.exit_code == 0, again.output);
+    CHECK(again.output.find("8 of 8 cells done (7 kept") != std::string::npos);
+    CHECK(std::filesystem::last_write_time(kept) == kept_time);
+    CHECK(read_file(kept) == kept_record);
+    // The redone cell's figures are the same: the searches are deterministic.
+    const nlohmann::json before = nlohmann::json::parse(redone_record), after = nlohmann::json::parse(read_file(redone));
+    CHECK(after["cost_after_ms"] == before["cost_after_ms"]);
+    CHECK(after["rewrites"] == before["rewrites"]);
+}
+
+TEST_CASE("eval refuses bad arguments with exit 2 before any work") {
+    const ScratchDir dir("rlflow-cli-eval-bad");
+    const std::string out = dir.file("eval");
+    const Result unknown = run_cli("eval --graphs zoo:squeezenet1_1 --methods greedy,annealing --out " + out);
+    CHECK(unknown.exit_code == 2);
+    CHECK(unknown.output.find("annealing") != std::string::npos);
+    const Result no_agent = run_cli("eval --graphs zoo:squeezenet1_1 --methods mf --out " + out);
+    CHECK(no_agent.exit_code == 2);
+    CHECK(no_agent.output.find("--agent") != std::string::npos);
+    const Result no_graph = run_cli("eval --graphs zoo:no_such_model --methods greedy --out " + out);
+    CHECK(no_graph.exit_code == 2);
+    CHECK(!std::filesystem::exists(out));  // nothing was made
+    // An agent trained with the default rules, evaluated with the built-in rules alone: its
+    // generated rules are missing, which is named.
+    const std::string agent = dir.file("agent");
+    REQUIRE(run_cli("train --graph zoo:squeezenet1_1 --cost analytic --rollout-steps 8 --updates 1 --checkpoint " + agent).exit_code == 0);
+    const Result other_rules = run_cli("eval --graphs zoo:squeezenet1_1 --methods mf --agent " + agent + " --rules builtin --out " + out);
+    CHECK(other_rules.exit_code == 2);
+    CHECK(other_rules.output.find("another rule set") != std::string::npos);
+    CHECK(!std::filesystem::exists(out));
+}

@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Figures of an `rlflow eval` run: what its results.json holds, drawn.
+
+    tools/eval_figures.py EVAL_DIR [--out FOLDER]
+
+Writes PNG and SVG files into FOLDER (default: EVAL_DIR/figures):
+- speedup_cost: bars of the cost model's speed-up (cost before / after) per graph and
+  method, the mean over seeds, with the spread as error bars;
+- speedup_ort: the same for ONNX Runtime's measured speed-up, when eval ran with --ort;
+- rules_heatmap: how often each rule was applied (in the written graphs, summed over the
+  methods and seeds) on each graph; rules never applied are left out.
+
+With --compare LABEL=EVAL_DIR... (tools/transfer.sh passes zero-shot, fine-tuned and
+per-graph), it also writes transfer.{png,svg}: per graph, the speed-up of the `mf` cells of
+each labelled eval beside the baselines (taso, eqsat) of the first, and the seconds each
+took to its result: search or inference seconds, plus the training seconds of an agent
+that trained on that graph (a fine-tune, or a per-graph agent). A zero-shot agent's
+training is shared by all graphs and not counted per graph.
+
+Training curves come from tools/training_curves.py, which reads the agents' train.jsonl.
+Needs matplotlib (Debian: python3-matplotlib)."""
+import argparse
+import json
+import math
+import os
+import sys
+
+
+def load(eval_dir):
+    with open(os.path.join(eval_dir, "results.json")) as f:
+        return json.load(f)
+
+
+def mean_spread(xs):
+    mean = sum(xs) / len(xs)
+    var = sum((x - mean) ** 2 for x in xs) / (len(xs) - 1) if len(xs) > 1 else 0.0
+    return mean, math.sqrt(var)
+
+
+def table(results, key):
+    """{graph: {method: (mean, spread)}} over the ok cells that have `key`."""
+    out = {}
+    for g in results["graphs"]:
+        for m in results["methods"]:
+            xs = [c[key] for c in results["cells"] if c["graph"] == g and c["method"] == m and c["status"] == "ok" and key in c]
+            if xs:
+                out.setdefault(g, {})[m] = mean_spread(xs)
+    return out
+
+
+def short(graph):
+    return graph[4:] if graph.startswith("zoo:") else os.path.splitext(os.path.basename(graph))[0]
+
+
+def bars(plt, results, key, ylabel, path):
+    data = table(results, key)
+    if not data:
+        return False
+    graphs = [g for g in results["graphs"] if g in data]
+    methods = results["methods"]
+    width = 0.8 / len(methods)
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(graphs) * len(methods) / 2), 4))
+    for k, m in enumerate(methods):
+        xs = [i + (k - (len(methods) - 1) / 2) * width for i in range(len(graphs))]
+        means = [data[g].get(m, (float("nan"), 0))[0] for g in graphs]
+        spreads = [data[g].get(m, (0, 0))[1] for g in graphs]
+        ax.bar(xs, means, width, yerr=spreads, label=m, capsize=2)
+    ax.axhline(1.0, color="gray", linewidth=0.8)
+    ax.set_xticks(range(len(graphs)))
+    ax.set_xticklabels([short(g) for g in graphs], rotation=30, ha="right")
+    ax.set_ylabel(ylabel)
+    ax.legend()
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(f"{path}.{ext}")
+    plt.close(fig)
+    return True
+
+
+def heatmap(plt, results, path):
+    counts = {}
+    for c in results["cells"]:
+        if c["status"] != "ok":
+            continue
+        for rule, n in c.get("rewrites", {}).items():
+            counts.setdefault(rule, {}).setdefault(c["graph"], 0)
+            counts[rule][c["graph"]] += n
+    if not counts:
+        return False
+    rules = sorted(counts, key=lambda r: -sum(counts[r].values()))
+    graphs = results["graphs"]
+    grid = [[counts[r].get(g, 0) for g in graphs] for r in rules]
+    fig, ax = plt.subplots(figsize=(max(6, 3 + 0.9 * len(graphs)), max(3, 1.5 + 0.3 * len(rules))))
+    image = ax.imshow(grid, aspect="auto", cmap="viridis")
+    for i, row in enumerate(grid):
+        for j, n in enumerate(row):
+            if n:
+                ax.text(j, i, str(n), ha="center", va="center", fontsize=7, color="white" if n < max(map(max, grid)) / 2 else "black")
+    ax.set_xticks(range(len(graphs)))
+    ax.set_xticklabels([short(g) for g in graphs], rotation=30, ha="right")
+    ax.set_yticks(range(len(rules)))
+    ax.set_yticklabels(rules, fontsize=7)
+    ax.set_title("rule applications in the written graphs (all methods and seeds)", fontsize=9)
+    fig.colorbar(image, ax=ax, label="applications")
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(f"{path}.{ext}")
+    plt.close(fig)
+    return True
+
+
+def seconds_to_result(cell):
+    return cell["seconds"] + (cell.get("training_seconds", 0) if cell.get("agent_trained_on_graph") else 0)
+
+
+def compare(plt, pairs, path, method="mf", baselines=("taso", "eqsat")):
+    evals = [(label, load(d)) for label, d in pairs]
+    graphs = evals[0][1]["graphs"]
+    series = [(label, r, method) for label, r in evals] + [(b, evals[0][1], b) for b in baselines]
+    fig, axes = plt.subplots(1, 2, figsize=(max(8, 1.6 * len(graphs) * len(series) / 2), 4))
+    width = 0.8 / len(series)
+    for ax, value, ylabel, log in ((axes[0], lambda c: c["speedup"], "speed-up by the cost model", False),
+                                   (axes[1], seconds_to_result, "seconds to the result", True)):
+        for k, (label, results, m) in enumerate(series):
+            means = []
+            for g in graphs:
+                xs = [value(c) for c in results["cells"] if c["graph"] == g and c["method"] == m and c["status"] == "ok"]
+                means.append(sum(xs) / len(xs) if xs else float("nan"))
+            ax.bar([i + (k - (len(series) - 1) / 2) * width for i in range(len(graphs))], means, width, label=label)
+        ax.set_xticks(range(len(graphs)))
+        ax.set_xticklabels([short(g) for g in graphs], rotation=30, ha="right")
+        ax.set_ylabel(ylabel)
+        if log:
+            ax.set_yscale("log")
+    axes[0].axhline(1.0, color="gray", linewidth=0.8)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(f"{path}.{ext}")
+    plt.close(fig)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("eval_dir")
+    parser.add_argument("--out", help="folder of the figures (default: EVAL_DIR/figures)")
+    parser.add_argument("--compare", nargs="*", default=[], metavar="LABEL=EVAL_DIR",
+                        help="evals of one method by different agents (transfer: zero-shot, fine-tuned, per-graph)")
+    args = parser.parse_args()
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        sys.exit("matplotlib is missing: apt-get install python3-matplotlib")
+    results = load(args.eval_dir)
+    out = args.out or os.path.join(args.eval_dir, "figures")
+    os.makedirs(out, exist_ok=True)
+    written = []
+    if bars(plt, results, "speedup", "speed-up by the cost model (before / after)", os.path.join(out, "speedup_cost")):
+        written.append("speedup_cost")
+    if bars(plt, results, "ort_speedup", "speed-up in ONNX Runtime (before / after)", os.path.join(out, "speedup_ort")):
+        written.append("speedup_ort")
+    if heatmap(plt, results, os.path.join(out, "rules_heatmap")):
+        written.append("rules_heatmap")
+    if args.compare:
+        compare(plt, [item.split("=", 1) for item in args.compare], os.path.join(out, "transfer"))
+        written.append("transfer")
+    print("wrote " + ", ".join(f"{os.path.join(out, w)}.png/.svg" for w in written))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,331 @@
+#pragma once
+// `rlflow eval --graphs MODEL... --methods greedy,taso,eqsat,mf,mb --out DIR [--agent DIR...]
+//  [--seeds N] [--ort] [--time-limit S]`: every method on every graph under every seed, each
+// cell a child `rlflow optimize` (eval_cells.hpp), then DIR/results.json (a record per cell)
+// and DIR/results.md (the tables: mean and spread over seeds, the best method per graph in
+// bold). Zoo graphs are written once per seed to DIR/inputs, so that every method of a seed
+// optimises, and ONNX Runtime times, the same weights. Interrupted or not, finished cells
+// are kept; running the same command again does the rest.
+//
+// Agents: for mf and mb, each graph uses the agents of that kind that trained on it (the
+// seeds take them in turn); a graph no agent of that kind trained on uses all of them:
+// transfer, zero-shot, marked as such in every record.
+
+#include "command_optimize.hpp"
+#include "eval_cells.hpp"
+#include "model_source.hpp"
+#include "output_paths.hpp"
+#include "progress.hpp"
+
+#include <rlflow/rl/agent_file.hpp>
+#include <rlflow/rl/mb_agent_file.hpp>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace rlflow::cli {
+
+struct EvalOptions {
+    std::vector<std::string> graphs;
+    std::vector<std::string> methods{"greedy", "taso", "eqsat"};
+    std::vector<std::string> agents;
+    std::size_t seeds = 1;
+    std::string out;
+    bool ort = false;
+    std::string ort_level = "basic";
+    int ort_threads = 1;
+    int ort_runs = 21;
+    int ort_warmup = 3;
+    double time_limit = 0;
+    std::string cost = "auto";
+    std::string device = "auto";
+    std::size_t budget = 1000;
+    std::string rules = "default";
+    std::string cost_cache;
+};
+
+/// The methods eval knows, in the order its tables list them.
+inline const std::vector<std::string>& eval_methods() {
+    static const std::vector<std::string> methods{"greedy", "taso", "eqsat", "mf", "mb"};
+    return methods;
+}
+
+/// A trained agent that eval may use: its directory, kind, graphs and what training cost.
+struct EvalAgent {
+    std::string dir;
+    std::string kind;
+    std::vector<std::string> graphs;
+    double seconds = 0;
+    std::size_t real_steps = 0;
+};
+
+/// Reads the agent in `dir` and checks that `library` holds its rules (exit 2 otherwise).
+inline EvalAgent read_eval_agent(const std::string& dir, const rewrite::RuleSet& library) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) throw io_error("--agent '" + dir + "': no such directory (give one `rlflow train` wrote)");
+    std::ifstream in(rl::agent_json_path(dir));
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    const std::string format = j.is_object() ? j.value("format", "") : "";
+    if (format == rl::mb_agent_format) {
+        const rl::MbAgentState s = rl::read_mb_agent_state(dir);
+        rl::AgentState names;
+        names.rules = s.rules;
+        static_cast<void>(rl::agent_rules(names, library, dir));
+        return {dir, "mb", s.graphs, s.seconds, s.real_steps};
+    }
+    const rl::AgentState s = rl::read_agent_state(dir);  // names the problem when it is neither
+    static_cast<void>(rl::agent_rules(s, library, dir));
+    return {dir, "mf", s.graphs, s.seconds, s.env_steps};
+}
+
+/// A file-system-friendly short name of a graph: NAME of zoo:NAME, else the file's stem.
+inline std::string graph_slug(const std::string& graph) {
+    std::string slug = graph.starts_with(zoo_prefix) ? graph.substr(zoo_prefix.size()) : std::filesystem::path(graph).stem().string();
+    for (char& c : slug)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
+    return slug;
+}
+
+/// The file a graph is optimised from under `seed`: a zoo graph written with that seed's
+/// weights into DIR/inputs (once), a file as it is.
+inline std::filesystem::path eval_input(const EvalOptions& o, const std::string& graph, std::uint64_t seed) {
+    if (!graph.starts_with(zoo_prefix)) return graph;
+    const std::filesystem::path file = std::filesystem::path(o.out) / "inputs" / (graph_slug(graph) + "_s" + std::to_string(seed) + ".onnx");
+    if (std::filesystem::exists(file)) return file;
+    ModelOptions load;
+    load.seed = seed;
+    std::filesystem::create_directories(file.parent_path());
+    onnx_io::save_onnx(load_model(graph, load), file);
+    return file;
+}
+
+/// The cells of the grid, graph by graph, method by method, seed by seed; agents chosen as
+/// the file comment says.
+inline std::vector<EvalCell> eval_cells(const EvalOptions& o, const std::vector<EvalAgent>& agents) {
+    std::vector<EvalCell> cells;
+    for (const std::string& graph : o.graphs)
+        for (const std::string& method : o.methods) {
+            std::vector<const EvalAgent*> trained, any;
+            for (const EvalAgent& a : agents) {
+                if (a.kind != method) continue;
+                any.push_back(&a);
+                if (std::find(a.graphs.begin(), a.graphs.end(), graph) != a.graphs.end()) trained.push_back(&a);
+            }
+            const std::vector<const EvalAgent*>& pool = trained.empty() ? any : trained;
+            for (std::size_t s = 1; s <= o.seeds; ++s) {
+                EvalCell c;
+                c.graph = graph;
+                c.slug = graph_slug(graph);
+                c.method = method;
+                c.seed = s;
+                c.stem = std::filesystem::path(o.out) / "cells" / c.slug / (method + "_s" + std::to_string(s));
+                if (!pool.empty()) {
+                    const EvalAgent& a = *pool[(s - 1) % pool.size()];
+                    c.agent = a.dir;
+                    c.agent_trained_on_graph = !trained.empty();
+                    c.training_seconds = a.seconds;
+                    c.training_real_steps = a.real_steps;
+                }
+                cells.push_back(std::move(c));
+            }
+        }
+    return cells;
+}
+
+/// The child command line of a cell.
+inline std::vector<std::string> cell_command(const EvalOptions& o, const EvalCell& c) {
+    std::vector<std::string> args{self_executable().string(), "optimize", c.input.string(), "-o", c.output().string(), "--search", c.method,
+                                  "--seed", std::to_string(c.seed), "--report", c.report().string(), "--guard", "none", "--cost", o.cost,
+                                  "--device", o.device, "--budget", std::to_string(o.budget), "--rules", o.rules, "--ort-level",
+                                  o.ort_level, "--ort-threads", std::to_string(o.ort_threads)};
+    if (o.time_limit > 0) args.insert(args.end(), {"--time-limit", std::to_string(o.time_limit)});
+    if (!o.cost_cache.empty()) args.insert(args.end(), {"--cost-cache", o.cost_cache});
+    if (!c.agent.empty()) args.insert(args.end(), {"--agent", c.agent});
+    return args;
+}
+
+/// Set by SIGINT: eval stops after the cell in flight, which is not recorded.
+inline std::atomic<bool> eval_interrupted{false};
+
+/// Runs one cell (and times it in ORT with --ort) and writes its record.
+inline nlohmann::json run_cell(const EvalOptions& o, EvalCell& c, cost::OrtWorker* worker) {
+    std::filesystem::create_directories(c.stem.parent_path());
+    const int code = run_logged(cell_command(o, c), c.log());
+    nlohmann::json record = cell_record(c, code);
+    if (worker && code == 0) {
+        const OrtPair t = time_pair(*worker, c.input, c.output(), {o.ort_level, o.ort_threads}, o.ort_warmup, o.ort_runs, c.seed);
+        record["ort_level"] = o.ort_level;
+        record["ort_threads"] = o.ort_threads;
+        record["ort_before_ms"] = t.before_ms;
+        record["ort_after_ms"] = t.after_ms;
+        record["ort_speedup"] = 1 / t.ratio;
+    }
+    return record;
+}
+
+/// Mean and sample standard deviation.
+inline std::pair<double, double> mean_spread(const std::vector<double>& xs) {
+    double mean = 0;
+    for (double x : xs) mean += x / static_cast<double>(xs.size());
+    double var = 0;
+    for (double x : xs) var += (x - mean) * (x - mean);
+    return {mean, xs.size() > 1 ? std::sqrt(var / static_cast<double>(xs.size() - 1)) : 0.0};
+}
+
+/// A Markdown table of `key` (higher is better when `higher`), graphs by methods: mean ±
+/// spread over the seeds' ok cells, the best mean of each row in bold.
+inline std::string results_table(const EvalOptions& o, const std::vector<nlohmann::json>& records, const char* key, bool higher,
+                                 const char* format) {
+    std::string md = "| graph |";
+    for (const std::string& m : o.methods) md += " " + m + " |";
+    md += "\n|---|";
+    for (std::size_t i = 0; i < o.methods.size(); ++i) md += "---|";
+    md += "\n";
+    for (const std::string& g : o.graphs) {
+        std::vector<std::optional<std::pair<double, double>>> stats;
+        for (const std::string& m : o.methods) {
+            std::vector<double> xs;
+            for (const nlohmann::json& r : records)
+                if (r["graph"] == g && r["method"] == m && r["status"] == "ok" && r.contains(key)) xs.push_back(r[key].get<double>());
+            stats.push_back(xs.empty() ? std::nullopt : std::optional(mean_spread(xs)));
+        }
+        double best = higher ? -1e300 : 1e300;
+        for (const auto& s : stats)
+            if (s) best = higher ? std::max(best, s->first) : std::min(best, s->first);
+        md += "| " + graph_slug(g) + " |";
+        for (const auto& s : stats) {
+            if (!s) {
+                md += " - |";
+                continue;
+            }
+            char text[64];
+            std::snprintf(text, sizeof text, format, s->first, s->second);
+            md += s->first == best ? std::string(" **") + text + "** |" : std::string(" ") + text + " |";
+        }
+        md += "\n";
+    }
+    return md;
+}
+
+/// DIR/results.md: the tables, and the cells that failed.
+inline std::string results_markdown(const EvalOptions& o, const std::vector<nlohmann::json>& records) {
+    std::string md = "# rlflow eval\n\nCost backend: " + (records.empty() ? std::string("-") : records.front().value("cost_backend", "-"))
+                     + ". " + std::to_string(o.seeds) + " seed(s); each entry is the mean ± the standard deviation over seeds.\n\n";
+    md += "## Speed-up by the cost model (cost before / after; higher is better)\n\n" + results_table(o, records, "speedup", true, "%.4f ± %.4f");
+    if (o.ort)
+        md += "\n## Speed-up in ONNX Runtime (" + o.ort_level + ", " + std::to_string(o.ort_threads)
+              + " thread(s); median paired ratio; higher is better)\n\n" + results_table(o, records, "ort_speedup", true, "%.3f ± %.3f");
+    md += "\n## Search or inference seconds (lower is better)\n\n" + results_table(o, records, "seconds", false, "%.2f ± %.2f");
+    std::string failed;
+    for (const nlohmann::json& r : records)
+        if (r["status"] != "ok")
+            failed += "- " + r["graph"].get<std::string>() + ", " + r["method"].get<std::string>() + ", seed "
+                      + std::to_string(r["seed"].get<std::uint64_t>()) + ": exit " + std::to_string(r["exit_code"].get<int>()) + ": "
+                      + r["error"].get<std::string>() + "\n";
+    if (!failed.empty()) md += "\n## Cells that failed\n\n" + failed;
+    return md;
+}
+
+/// Checks everything before any work: methods, agents, rules, graphs, the output folder.
+inline std::vector<EvalAgent> check_eval(const EvalOptions& o) {
+    for (const std::string& m : o.methods)
+        if (std::find(eval_methods().begin(), eval_methods().end(), m) == eval_methods().end())
+            throw precondition_error("--methods: unknown method '" + m + "'; eval knows greedy, taso, eqsat, mf and mb");
+    const auto library = load_rule_set(o.rules);
+    std::vector<EvalAgent> agents;
+    for (const std::string& dir : o.agents) agents.push_back(read_eval_agent(dir, *library));
+    for (const std::string m : {"mf", "mb"})
+        if (std::find(o.methods.begin(), o.methods.end(), m) != o.methods.end()
+            && std::none_of(agents.begin(), agents.end(), [&](const EvalAgent& a) { return a.kind == m; }))
+            throw precondition_error("--methods " + m + " needs an --agent DIR that `rlflow train --agent " + m + "` wrote");
+    for (const std::string& g : o.graphs)
+        if (!g.starts_with(zoo_prefix)) check_model_file(g);
+    for (const std::string& g : o.graphs)
+        if (g.starts_with(zoo_prefix)) static_cast<void>(load_model(g, {}));  // an unknown zoo name fails here
+    if (o.ort)
+        if (const auto why = cost::ort_unavailable_reason()) throw precondition_error("--ort: " + *why + "; " + cost::ort_install_hint());
+    std::error_code ec;
+    if (std::filesystem::exists(o.out, ec) && !std::filesystem::is_directory(o.out, ec))
+        throw io_error("--out '" + o.out + "' is a file; give a folder");
+    std::filesystem::create_directories(o.out, ec);
+    if (ec) throw io_error("--out '" + o.out + "': cannot create the folder: " + ec.message());
+    check_output_path((std::filesystem::path(o.out) / "results.json").string(), "--out");
+    return agents;
+}
+
+inline void dispatch_eval(const EvalOptions& o) {
+    const std::vector<EvalAgent> agents = check_eval(o);
+    std::vector<EvalCell> cells = eval_cells(o, agents);
+    std::unique_ptr<cost::OrtWorker> worker = o.ort ? std::make_unique<cost::OrtWorker>() : nullptr;
+    std::vector<nlohmann::json> records;
+    std::size_t resumed = 0;
+    ProgressBar bar("eval", cells.size());
+    const auto previous = std::signal(SIGINT, [](int) { eval_interrupted.store(true); });
+    for (std::size_t k = 0; k < cells.size() && !eval_interrupted.load(); ++k) {
+        EvalCell& c = cells[k];
+        bar.update(k, c.slug + " " + c.method + " seed " + std::to_string(c.seed));
+        if (std::filesystem::exists(c.record())) {
+            std::ifstream in(c.record());
+            records.push_back(nlohmann::json::parse(in));
+            ++resumed;
+            continue;
+        }
+        c.input = eval_input(o, c.graph, c.seed);
+        nlohmann::json record = run_cell(o, c, worker.get());
+        if (eval_interrupted.load()) break;  // the cell in flight was cut short: not recorded
+        write_file_atomically(c.record(), record.dump(2) + "\n");
+        records.push_back(std::move(record));
+    }
+    std::signal(SIGINT, previous);
+    bar.update(records.size(), "done");
+    bar.finish();
+    nlohmann::json results;
+    results["graphs"] = o.graphs;
+    results["methods"] = o.methods;
+    results["seeds"] = o.seeds;
+    results["cells"] = records;
+    write_file_atomically(std::filesystem::path(o.out) / "results.json", results.dump(2) + "\n");
+    write_file_atomically(std::filesystem::path(o.out) / "results.md", results_markdown(o, records));
+    std::printf("%zu of %zu cells done (%zu kept from an earlier run); wrote %s/results.json and results.md\n", records.size(),
+                cells.size(), resumed, o.out.c_str());
+    if (eval_interrupted.load()) std::printf("interrupted: run the same command again to do the rest\n");
+}
+
+inline void add_eval_command(CLI::App& app) {
+    auto o = std::make_shared<EvalOptions>();
+    CLI::App* cmd = app.add_subcommand("eval", "Run every method on every graph under every seed, and write results.json and results.md");
+    cmd->add_option("--graphs", o->graphs, "models (zoo:NAME or .onnx files)")->required();
+    cmd->add_option("--methods", o->methods, "greedy, taso, eqsat, mf, mb (comma-separated)")->delimiter(',')->capture_default_str();
+    cmd->add_option("--agent", o->agents, "trained agents (directories `rlflow train` wrote), for mf and mb");
+    cmd->add_option("--seeds", o->seeds, "seeds 1..N of each cell")->check(CLI::Range(std::size_t{1}, std::size_t{1000}))->capture_default_str();
+    cmd->add_option("--out", o->out, "the output folder (cells, inputs, results.json, results.md)")->required();
+    cmd->add_flag("--ort", o->ort, "also time each result against its input in ONNX Runtime");
+    cmd->add_option("--ort-level", o->ort_level, "ONNX Runtime optimisation level (timing, and --cost ort's prices)")
+        ->check(CLI::IsMember({"disabled", "basic", "extended", "all"}))->capture_default_str();
+    cmd->add_option("--ort-threads", o->ort_threads, "ONNX Runtime threads")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("--ort-runs", o->ort_runs, "--ort: interleaved timed runs of each pair")->check(CLI::Range(3, 1000))->capture_default_str();
+    cmd->add_option("--time-limit", o->time_limit, "seconds per cell's search (0: none)")->check(CLI::Range(0.0, 1e9))->capture_default_str();
+    cmd->add_option("--cost", o->cost, "the cost backend of every cell (as optimize --cost)")
+        ->check(CLI::IsMember({"auto", "analytic", "cpu", "ort", "cudnn"}))->capture_default_str();
+    cmd->add_option("--device", o->device, "analytic preset (as optimize --device)")->capture_default_str();
+    cmd->add_option("--budget", o->budget, "as optimize --budget")->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000'000}))->capture_default_str();
+    cmd->add_option("--rules", o->rules, "as optimize --rules")->capture_default_str();
+    cmd->add_option("--cost-cache", o->cost_cache, "as optimize --cost-cache");
+    cmd->callback([o] { dispatch_eval(*o); });
+}
+
+}  // namespace rlflow::cli
