@@ -240,6 +240,20 @@ inline void write_fastest(rl::OrtLatency& latency, const std::vector<std::string
     write_file_atomically(dir / "fastest.json", all.dump(2) + "\n");
 }
 
+/// The model-free agent's action space: its own rules when it resumes or starts from
+/// another agent (--init-from), else the rules of --rules that match the training graphs
+/// (then written into `state`).
+inline std::shared_ptr<const rewrite::RuleSet> mf_action_space(const TrainOptions& o, rl::AgentState& state, const std::vector<Graph>& graphs) {
+    const auto library = load_rule_set(o.rules);
+    if (o.resume || !o.init_from.empty())
+        return std::make_shared<const rewrite::RuleSet>(
+            rl::agent_rules(state, *library, std::filesystem::path(o.resume ? o.checkpoint : o.init_from)));
+    auto rules = std::make_shared<const rewrite::RuleSet>(
+        rl::rules_matching(*library, o.rules == "default" ? rewrite::builtin_rules().size() : 0, graphs));
+    state.rules = rl::rule_names(*rules);
+    return rules;
+}
+
 template <cost::CostBackend Backend>
 void train_with(const TrainOptions& o, Backend backend) {
     const std::filesystem::path dir(o.checkpoint);
@@ -252,12 +266,7 @@ void train_with(const TrainOptions& o, Backend backend) {
     load_cost_cache(model, cache);
     std::vector<Graph> graphs;
     for (const std::string& g : state.graphs) graphs.push_back(load_model(g, o.load));
-    const auto library = load_rule_set(o.rules);
-    const bool keeps_rules = o.resume || !o.init_from.empty();
-    const auto rules = std::make_shared<const rewrite::RuleSet>(
-        keeps_rules ? rl::agent_rules(state, *library, o.resume ? dir : std::filesystem::path(o.init_from))
-                    : rl::rules_matching(*library, o.rules == "default" ? rewrite::builtin_rules().size() : 0, graphs));
-    if (!keeps_rules) state.rules = rl::rule_names(*rules);
+    const auto rules = mf_action_space(o, state, graphs);
     const std::vector<std::string> keys = interface_keys(graphs);
     rl::MfTrainer<AgentBackend, Backend> trainer(std::move(graphs), rules, model, state, o.jobs, reward.measure());
     if (o.resume) rl::load_agent_weights(dir, trainer.policy().parameters(), &trainer.adam());
