@@ -31,6 +31,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -203,7 +204,8 @@ inline std::string results_table(const EvalOptions& o, const std::vector<nlohman
                 if (r["graph"] == g && r["method"] == m && r["status"] == "ok" && r.contains(key)) xs.push_back(r[key].get<double>());
             stats.push_back(xs.empty() ? std::nullopt : std::optional(mean_spread(xs)));
         }
-        double best = higher ? -1e300 : 1e300;
+        constexpr double none = std::numeric_limits<double>::infinity();
+        double best = higher ? -none : none;
         for (const auto& s : stats)
             if (s) best = higher ? std::max(best, s->first) : std::min(best, s->first);
         md += "| " + graph_slug(g) + " |";
