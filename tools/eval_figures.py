@@ -6,13 +6,15 @@
 Writes PNG and SVG files into FOLDER (default: EVAL_DIR/figures):
 - speedup_cost: bars of the cost model's speed-up (cost before / after) per graph and
   method, the mean over seeds, with the spread as error bars;
-- speedup_ort: the same for ONNX Runtime's measured speed-up, when eval ran with --ort;
+- speedup_ort_LEVEL_tTHREADS: the same for ONNX Runtime's measured speed-up, one figure per
+  level and thread count eval timed at (--ort, --ort-level);
 - rules_heatmap: how often each rule was applied (in the written graphs, summed over the
   methods and seeds) on each graph; rules never applied are left out.
 
 With --compare LABEL=EVAL_DIR... (tools/transfer.sh passes zero-shot, fine-tuned and
 per-graph), it also writes transfer.{png,svg}: per graph, the speed-up of the `mf` cells of
-each labelled eval beside the baselines (taso, eqsat) of the first, and the seconds each
+each labelled eval beside the baselines (taso, eqsat) of the first, on the graphs all of them
+ran, and the seconds each
 took to its result: search or inference seconds, plus the training seconds of an agent
 that trained on that graph (a fine-tune, or a per-graph agent). A zero-shot agent's
 training is shared by all graphs and not counted per graph.
@@ -37,12 +39,22 @@ def mean_spread(xs):
     return mean, math.sqrt(var)
 
 
-def table(results, key):
-    """{graph: {method: (mean, spread)}} over the ok cells that have `key`."""
+def at(cell, path):
+    """The figure at `path` (keys separated by '/') in a cell, or None."""
+    for key in path.split("/"):
+        if not isinstance(cell, dict) or key not in cell:
+            return None
+        cell = cell[key]
+    return cell
+
+
+def table(results, path):
+    """{graph: {method: (mean, spread)}} over the ok cells that have the figure at `path`."""
     out = {}
     for g in results["graphs"]:
         for m in results["methods"]:
-            xs = [c[key] for c in results["cells"] if c["graph"] == g and c["method"] == m and c["status"] == "ok" and key in c]
+            xs = [at(c, path) for c in results["cells"] if c["graph"] == g and c["method"] == m and c["status"] == "ok"]
+            xs = [x for x in xs if x is not None]
             if xs:
                 out.setdefault(g, {})[m] = mean_spread(xs)
     return out
@@ -115,7 +127,7 @@ def seconds_to_result(cell):
 
 def compare(plt, pairs, path, method="mf", baselines=("taso", "eqsat")):
     evals = [(label, load(d)) for label, d in pairs]
-    graphs = evals[0][1]["graphs"]
+    graphs = [g for g in evals[0][1]["graphs"] if all(g in r["graphs"] for _, r in evals)]
     series = [(label, r, method) for label, r in evals] + [(b, evals[0][1], b) for b in baselines]
     fig, axes = plt.subplots(1, 2, figsize=(max(8, 1.6 * len(graphs) * len(series) / 2), 4))
     width = 0.8 / len(series)
@@ -159,8 +171,12 @@ def main():
     written = []
     if bars(plt, results, "speedup", "speed-up by the cost model (before / after)", os.path.join(out, "speedup_cost")):
         written.append("speedup_cost")
-    if bars(plt, results, "ort_speedup", "speed-up in ONNX Runtime (before / after)", os.path.join(out, "speedup_ort")):
-        written.append("speedup_ort")
+    timings = sorted({key for c in results["cells"] for key in c.get("ort", {})})
+    for key in timings:
+        level, threads = key.rsplit("_t", 1)
+        if bars(plt, results, f"ort/{key}/speedup", f"speed-up in ONNX Runtime, level {level}, {threads} thread(s)",
+                os.path.join(out, f"speedup_ort_{key}")):
+            written.append(f"speedup_ort_{key}")
     if heatmap(plt, results, os.path.join(out, "rules_heatmap")):
         written.append("rules_heatmap")
     if args.compare:

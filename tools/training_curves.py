@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Training curves of rlflow agents: the cost ratio (cost after / before) of each training
 graph against real environment steps, model-free (`rlflow train --agent mf`) and
-model-based (`--agent mb`) runs on the same axes, one panel per graph.
+model-based (`--agent mb`) runs on the same axes, one panel per graph, and a last panel of
+the mean episode return: mf's over its real episodes, mb's over its controller's episodes
+in the dream (the world model's rewards, not measured ones).
 
     tools/training_curves.py --out curves RUN_DIR... [--greedy GRAPH=RATIO ...] [--x steps|seconds]
 
@@ -25,15 +27,19 @@ def read_run(path, x):
         raise SystemExit(f"{path}/train.jsonl: no lines")
     agent = "mb" if "real_steps" in lines[0] else "mf"
     steps_key = "real_steps" if agent == "mb" else "env_steps"
-    curves = {}
+    curves, returns = {}, []
     elapsed = 0.0
     for line in lines:
         if x == "seconds":
             elapsed = line["elapsed_seconds"] if agent == "mb" else elapsed + line["seconds"]
+        at = line[steps_key] if x == "steps" else elapsed
         for graph, ratio in line["final_cost_ratio"].items():
             if ratio is not None:
-                curves.setdefault(graph, []).append((line[steps_key] if x == "steps" else elapsed, ratio))
-    return agent, curves
+                curves.setdefault(graph, []).append((at, ratio))
+        mean_return = line["dream"].get("mean_return") if agent == "mb" else line.get("mean_return")
+        if mean_return is not None:
+            returns.append((at, mean_return))
+    return agent, curves, returns
 
 
 def first_reach(points, tolerance=1e-4):
@@ -42,6 +48,23 @@ def first_reach(points, tolerance=1e-4):
         if ratio <= target + tolerance:
             return steps, target
     return points[-1]
+
+
+def draw_returns(ax, runs, colours, xlabel):
+    """The mean episode return of each run: mf's real episodes, mb's dreamed ones."""
+    labels = {"mf": "mf (real episodes)", "mb": "mb (in the dream)"}
+    drawn = set()
+    for _, agent, _, returns in runs:
+        if returns:
+            ax.plot([p[0] for p in returns], [p[1] for p in returns], color=colours[agent], alpha=0.8,
+                    label=labels[agent] if agent not in drawn else None, marker="o" if agent == "mb" else None, markersize=3)
+            drawn.add(agent)
+    ax.set_xscale("log")
+    ax.set_title("mean episode return")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("return")
+    if drawn:
+        ax.legend()
 
 
 def main():
@@ -60,13 +83,14 @@ def main():
     except ImportError:
         sys.exit("matplotlib is missing: apt-get install python3-matplotlib")
     runs = [(path, *read_run(path, args.x)) for path in args.runs]
-    graphs = sorted({g for _, _, curves in runs for g in curves})
+    graphs = sorted({g for _, _, curves, _ in runs for g in curves})
     greedy = dict(item.split("=", 1) for item in args.greedy)
-    fig, axes = plt.subplots(1, len(graphs), figsize=(5 * len(graphs), 4), squeeze=False)
+    fig, axes = plt.subplots(1, len(graphs) + 1, figsize=(5 * (len(graphs) + 1), 4), squeeze=False)
     colours = {"mf": "tab:blue", "mb": "tab:orange"}
+    xlabel = "real environment steps" if args.x == "steps" else "wall-clock seconds of training"
     for ax, graph in zip(axes[0], graphs):
         drawn = set()
-        for path, agent, curves in runs:
+        for path, agent, curves, _ in runs:
             if graph not in curves:
                 continue
             points = curves[graph]
@@ -80,9 +104,10 @@ def main():
             ax.axhline(float(greedy[graph]), color="gray", linestyle="--", label="greedy")
         ax.set_xscale("log")
         ax.set_title(graph)
-        ax.set_xlabel("real environment steps" if args.x == "steps" else "wall-clock seconds of training")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel("cost ratio (after / before)")
         ax.legend()
+    draw_returns(axes[0][-1], runs, colours, xlabel)
     fig.tight_layout()
     for ext in ("png", "svg"):
         fig.savefig(f"{args.out}.{ext}")

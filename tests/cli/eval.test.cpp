@@ -78,7 +78,7 @@ TEST_CASE("the figure script draws an eval's results: the cost bars and the rule
         CAPTURE(name);
         CHECK(std::filesystem::file_size(figures + "/" + name) > 1000);
     }
-    CHECK(!std::filesystem::exists(figures + "/speedup_ort.png"));  // eval ran without --ort
+    CHECK(!std::filesystem::exists(figures + "/speedup_ort_basic_t1.png"));  // eval ran without --ort
 }
 
 TEST_CASE("a resumed eval keeps the finished cells and runs the rest") {
@@ -122,4 +122,41 @@ TEST_CASE("eval refuses bad arguments with exit 2 before any work") {
     CHECK(other_rules.exit_code == 2);
     CHECK(other_rules.output.find("another rule set") != std::string::npos);
     CHECK(!std::filesystem::exists(out));
+}
+
+TEST_CASE("eval --ort times each result at every level, and a resumed eval times kept cells at a new level without running them again") {
+    if (!rlflow::cli_test::ort_installed()) return;
+    const ScratchDir dir("rlflow-cli-eval-ort");
+    const std::string out = dir.file("eval");
+    const std::string args = "eval --graphs " + small_export + " --methods greedy --cost analytic --device v100 --budget 50 --ort --ort-runs 3 "
+                             "--out " + out + " --ort-level ";
+    const Result first = run_cli(args + "basic,all");
+    REQUIRE_MESSAGE(first.exit_code == 0, first.output);
+    const std::filesystem::path record = std::filesystem::path(out) / "cells/conv_sin_branches/greedy_s1.cell.json";
+    const nlohmann::json timed = nlohmann::json::parse(read_file(record));
+    for (const char* key : {"basic_t1", "all_t1"}) {
+        CAPTURE(key);
+        REQUIRE(timed["ort"].contains(key));
+        const nlohmann::json& t = timed["ort"][key];
+        CHECK(t["before_ms"].get<double>() > 0);
+        CHECK(t["after_ms"].get<double>() > 0);
+        CHECK(t["speedup"].get<double>() > 0);
+        CHECK(t["runs"] == 3);
+    }
+    CHECK(timed["ort"]["all_t1"]["level"] == "all");
+    const std::string md = read_file(out + "/results.md");
+    CHECK(md.find("level basic, 1 thread(s)") != std::string::npos);
+    CHECK(md.find("level all, 1 thread(s)") != std::string::npos);
+    // Resumed with another level: the cell is not run again (its log is untouched), the
+    // timings it had are kept as they were, and the new level is added.
+    const std::filesystem::path log = std::filesystem::path(out) / "cells/conv_sin_branches/greedy_s1.log";
+    const auto log_time = std::filesystem::last_write_time(log);
+    const Result again = run_cli(args + "extended");
+    REQUIRE_MESSAGE(again.exit_code == 0, again.output);
+    CHECK(again.output.find("1 of 1 cells done (1 kept") != std::string::npos);
+    CHECK(std::filesystem::last_write_time(log) == log_time);
+    const nlohmann::json resumed = nlohmann::json::parse(read_file(record));
+    CHECK(resumed["ort"]["basic_t1"] == timed["ort"]["basic_t1"]);
+    CHECK(resumed["ort"]["all_t1"] == timed["ort"]["all_t1"]);
+    CHECK(resumed["ort"]["extended_t1"]["speedup"].get<double>() > 0);
 }

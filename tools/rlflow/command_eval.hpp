@@ -1,11 +1,12 @@
 #pragma once
 // `rlflow eval --graphs MODEL... --methods greedy,taso,eqsat,mf,mb --out DIR [--agent DIR...]
-//  [--seeds N] [--ort] [--time-limit S]`: every method on every graph under every seed, each
+//  [--seeds N] [--ort [--ort-level basic,all]] [--time-limit S]`: every method on every graph under every seed, each
 // cell a child `rlflow optimize` (eval_cells.hpp), then DIR/results.json (a record per cell)
 // and DIR/results.md (the tables: mean and spread over seeds, the best method per graph in
 // bold). Zoo graphs are written once per seed to DIR/inputs, so that every method of a seed
 // optimises, and ONNX Runtime times, the same weights. Interrupted or not, finished cells
-// are kept; running the same command again does the rest.
+// are kept; running the same command again does the rest, and times the kept cells at ORT
+// levels they were not timed at.
 //
 // Agents: for mf and mb, each graph uses the agents of that kind that trained on it (the
 // seeds take them in turn); a graph no agent of that kind trained on uses all of them:
@@ -47,7 +48,8 @@ struct EvalOptions {
     std::size_t seeds = 1;
     std::string out;
     bool ort = false;
-    std::string ort_level = "basic";
+    /// ORT levels to time each result at; the first also prices --cost ort.
+    std::vector<std::string> ort_levels{"basic"};
     int ort_threads = 1;
     int ort_runs = 21;
     int ort_warmup = 3;
@@ -152,7 +154,7 @@ inline std::vector<std::string> cell_command(const EvalOptions& o, const EvalCel
     std::vector<std::string> args{self_executable().string(), "optimize", c.input.string(), "-o", c.output().string(), "--search", c.method,
                                   "--seed", std::to_string(c.seed), "--report", c.report().string(), "--guard", "none", "--cost", o.cost,
                                   "--device", o.device, "--budget", std::to_string(o.budget), "--rules", o.rules, "--ort-level",
-                                  o.ort_level, "--ort-threads", std::to_string(o.ort_threads)};
+                                  o.ort_levels.front(), "--ort-threads", std::to_string(o.ort_threads)};
     if (o.time_limit > 0) args.insert(args.end(), {"--time-limit", std::to_string(o.time_limit)});
     if (!o.cost_cache.empty()) args.insert(args.end(), {"--cost-cache", o.cost_cache});
     if (!c.agent.empty()) args.insert(args.end(), {"--agent", c.agent});
@@ -162,19 +164,31 @@ inline std::vector<std::string> cell_command(const EvalOptions& o, const EvalCel
 /// Set by SIGINT: eval stops after the cell in flight, which is not recorded.
 inline std::atomic<bool> eval_interrupted{false};
 
+/// The key of a record's ONNX Runtime timing at `level` with `threads` threads.
+inline std::string ort_key(const std::string& level, int threads) { return level + "_t" + std::to_string(threads); }
+
+/// Times an ok record's output against its input at each of `o.ort_levels` it was not
+/// timed at yet (record["ort"][ort_key]: before_ms, after_ms, speedup); true when it added one.
+inline bool add_ort_timings(const EvalOptions& o, cost::OrtWorker& worker, nlohmann::json& record) {
+    if (record["status"] != "ok") return false;
+    bool added = false;
+    for (const std::string& level : o.ort_levels) {
+        const std::string key = ort_key(level, o.ort_threads);
+        if (record.contains("ort") && record["ort"].contains(key)) continue;
+        const OrtPair t = time_pair(worker, record["input"].get<std::string>(), record["output"].get<std::string>(), {level, o.ort_threads},
+                                    o.ort_warmup, o.ort_runs, record["seed"].get<std::uint64_t>());
+        record["ort"][key] = {{"level", level}, {"threads", o.ort_threads}, {"runs", o.ort_runs}, {"before_ms", t.before_ms},
+                              {"after_ms", t.after_ms}, {"speedup", 1 / t.ratio}};
+        added = true;
+    }
+    return added;
+}
+
 /// Runs one cell (and times it in ORT with --ort) and writes its record.
 inline nlohmann::json run_cell(const EvalOptions& o, EvalCell& c, cost::OrtWorker* worker) {
     std::filesystem::create_directories(c.stem.parent_path());
-    const int code = run_logged(cell_command(o, c), c.log());
-    nlohmann::json record = cell_record(c, code);
-    if (worker && code == 0) {
-        const OrtPair t = time_pair(*worker, c.input, c.output(), {o.ort_level, o.ort_threads}, o.ort_warmup, o.ort_runs, c.seed);
-        record["ort_level"] = o.ort_level;
-        record["ort_threads"] = o.ort_threads;
-        record["ort_before_ms"] = t.before_ms;
-        record["ort_after_ms"] = t.after_ms;
-        record["ort_speedup"] = 1 / t.ratio;
-    }
+    nlohmann::json record = cell_record(c, run_logged(cell_command(o, c), c.log()));
+    if (worker) add_ort_timings(o, *worker, record);
     return record;
 }
 
@@ -187,10 +201,11 @@ inline std::pair<double, double> mean_spread(const std::vector<double>& xs) {
     return {mean, xs.size() > 1 ? std::sqrt(var / static_cast<double>(xs.size() - 1)) : 0.0};
 }
 
-/// A Markdown table of `key` (higher is better when `higher`), graphs by methods: mean ±
-/// spread over the seeds' ok cells, the best mean of each row in bold.
-inline std::string results_table(const EvalOptions& o, const std::vector<nlohmann::json>& records, const char* key, bool higher,
+/// A Markdown table of the figure at JSON pointer `key` (higher is better when `higher`),
+/// graphs by methods: mean ± spread over the seeds' ok cells, the best mean of each row in bold.
+inline std::string results_table(const EvalOptions& o, const std::vector<nlohmann::json>& records, const std::string& key, bool higher,
                                  const char* format) {
+    const nlohmann::json::json_pointer at(key);
     std::string md = "| graph |";
     for (const std::string& m : o.methods) md += " " + m + " |";
     md += "\n|---|";
@@ -201,7 +216,7 @@ inline std::string results_table(const EvalOptions& o, const std::vector<nlohman
         for (const std::string& m : o.methods) {
             std::vector<double> xs;
             for (const nlohmann::json& r : records)
-                if (r["graph"] == g && r["method"] == m && r["status"] == "ok" && r.contains(key)) xs.push_back(r[key].get<double>());
+                if (r["graph"] == g && r["method"] == m && r["status"] == "ok" && r.contains(at)) xs.push_back(r[at].get<double>());
             stats.push_back(xs.empty() ? std::nullopt : std::optional(mean_spread(xs)));
         }
         constexpr double none = std::numeric_limits<double>::infinity();
@@ -227,11 +242,13 @@ inline std::string results_table(const EvalOptions& o, const std::vector<nlohman
 inline std::string results_markdown(const EvalOptions& o, const std::vector<nlohmann::json>& records) {
     std::string md = "# rlflow eval\n\nCost backend: " + (records.empty() ? std::string("-") : records.front().value("cost_backend", "-"))
                      + ". " + std::to_string(o.seeds) + " seed(s); each entry is the mean ± the standard deviation over seeds.\n\n";
-    md += "## Speed-up by the cost model (cost before / after; higher is better)\n\n" + results_table(o, records, "speedup", true, "%.4f ± %.4f");
+    md += "## Speed-up by the cost model (cost before / after; higher is better)\n\n" + results_table(o, records, "/speedup", true, "%.4f ± %.4f");
     if (o.ort)
-        md += "\n## Speed-up in ONNX Runtime (" + o.ort_level + ", " + std::to_string(o.ort_threads)
-              + " thread(s); median paired ratio; higher is better)\n\n" + results_table(o, records, "ort_speedup", true, "%.3f ± %.3f");
-    md += "\n## Search or inference seconds (lower is better)\n\n" + results_table(o, records, "seconds", false, "%.2f ± %.2f");
+        for (const std::string& level : o.ort_levels)
+            md += "\n## Speed-up in ONNX Runtime (level " + level + ", " + std::to_string(o.ort_threads) + " thread(s); median of "
+                  + std::to_string(o.ort_runs) + " interleaved paired ratios; higher is better)\n\n"
+                  + results_table(o, records, "/ort/" + ort_key(level, o.ort_threads) + "/speedup", true, "%.3f ± %.3f");
+    md += "\n## Search or inference seconds (lower is better)\n\n" + results_table(o, records, "/seconds", false, "%.2f ± %.2f");
     std::string failed;
     for (const nlohmann::json& r : records)
         if (r["status"] != "ok")
@@ -282,7 +299,9 @@ inline void dispatch_eval(const EvalOptions& o) {
         bar.update(k, c.slug + " " + c.method + " seed " + std::to_string(c.seed));
         if (std::filesystem::exists(c.record())) {
             std::ifstream in(c.record());
-            records.push_back(nlohmann::json::parse(in));
+            nlohmann::json kept = nlohmann::json::parse(in);
+            if (worker && add_ort_timings(o, *worker, kept)) write_file_atomically(c.record(), kept.dump(2) + "\n");
+            records.push_back(std::move(kept));
             ++resumed;
             continue;
         }
@@ -316,8 +335,8 @@ inline void add_eval_command(CLI::App& app) {
     cmd->add_option("--seeds", o->seeds, "seeds 1..N of each cell")->check(CLI::Range(std::size_t{1}, std::size_t{1000}))->capture_default_str();
     cmd->add_option("--out", o->out, "the output folder (cells, inputs, results.json, results.md)")->required();
     cmd->add_flag("--ort", o->ort, "also time each result against its input in ONNX Runtime");
-    cmd->add_option("--ort-level", o->ort_level, "ONNX Runtime optimisation level (timing, and --cost ort's prices)")
-        ->check(CLI::IsMember({"disabled", "basic", "extended", "all"}))->capture_default_str();
+    cmd->add_option("--ort-level", o->ort_levels, "ONNX Runtime optimisation levels to time at (comma-separated); the first also prices --cost ort")
+        ->delimiter(',')->check(CLI::IsMember({"disabled", "basic", "extended", "all"}))->capture_default_str();
     cmd->add_option("--ort-threads", o->ort_threads, "ONNX Runtime threads")->check(CLI::PositiveNumber)->capture_default_str();
     cmd->add_option("--ort-runs", o->ort_runs, "--ort: interleaved timed runs of each pair")->check(CLI::Range(3, 1000))->capture_default_str();
     cmd->add_option("--time-limit", o->time_limit, "seconds per cell's search (0: none)")->check(CLI::Range(0.0, 1e9))->capture_default_str();
