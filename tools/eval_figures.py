@@ -17,7 +17,12 @@ each labelled eval beside the baselines (taso, eqsat) of the first, on the graph
 ran, and the seconds each
 took to its result: search or inference seconds, plus the training seconds of an agent
 that trained on that graph (a fine-tune, or a per-graph agent). A zero-shot agent's
-training is shared by all graphs and not counted per graph.
+training is shared by all graphs and not counted per graph. The same figures go to
+transfer.md as a table.
+
+With --ort timings, ort_noise.md gives ONNX Runtime's noise floor: the measured speed-ups
+of the cells whose written model is their input unchanged (no rewrites applied), which
+would be exactly 1 if timing had no noise.
 
 Training curves come from tools/training_curves.py, which reads the agents' train.jsonl.
 Needs matplotlib (Debian: python3-matplotlib)."""
@@ -65,23 +70,24 @@ def short(graph):
 
 
 def bars(plt, results, key, ylabel, path):
+    """Bars from 1 (no change) to each method's mean ratio per graph, spread as error bars."""
     data = table(results, key)
     if not data:
         return False
     graphs = [g for g in results["graphs"] if g in data]
     methods = results["methods"]
     width = 0.8 / len(methods)
-    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(graphs) * len(methods) / 2), 4))
+    fig, ax = plt.subplots(figsize=(min(18, max(6, 0.16 * len(graphs) * len(methods) + 2)), 4.5))
     for k, m in enumerate(methods):
         xs = [i + (k - (len(methods) - 1) / 2) * width for i in range(len(graphs))]
         means = [data[g].get(m, (float("nan"), 0))[0] for g in graphs]
         spreads = [data[g].get(m, (0, 0))[1] for g in graphs]
-        ax.bar(xs, means, width, yerr=spreads, label=m, capsize=2)
+        ax.bar(xs, [v - 1 for v in means], width, bottom=1, yerr=spreads, label=m, capsize=1.5)
     ax.axhline(1.0, color="gray", linewidth=0.8)
     ax.set_xticks(range(len(graphs)))
-    ax.set_xticklabels([short(g) for g in graphs], rotation=30, ha="right")
-    ax.set_ylabel(ylabel)
-    ax.legend()
+    ax.set_xticklabels([short(g) for g in graphs], rotation=35, ha="right", fontsize=8)
+    ax.set_ylabel(ylabel, fontsize=9)
+    ax.legend(fontsize=8, ncol=len(methods))
     fig.tight_layout()
     for ext in ("png", "svg"):
         fig.savefig(f"{path}.{ext}")
@@ -125,10 +131,46 @@ def seconds_to_result(cell):
     return cell["seconds"] + (cell.get("training_seconds", 0) if cell.get("agent_trained_on_graph") else 0)
 
 
+def compare_table(graphs, series, path):
+    """transfer.md: per graph, each series' mean speed-up by the cost model and seconds to its result."""
+    lines = ["| graph | " + " | ".join(label for label, _, _ in series) + " |", "|---|" + "---|" * len(series)]
+    for g in graphs:
+        row = []
+        for _, results, m in series:
+            cells = [c for c in results["cells"] if c["graph"] == g and c["method"] == m and c["status"] == "ok"]
+            if not cells:
+                row.append("-")
+                continue
+            speedup = sum(c["speedup"] for c in cells) / len(cells)
+            seconds = sum(seconds_to_result(c) for c in cells) / len(cells)
+            row.append(f"{speedup:.4f} ({seconds:.1f} s)")
+        lines.append(f"| {short(g)} | " + " | ".join(row) + " |")
+    with open(path, "w") as f:
+        f.write("Mean speed-up by the cost model over seeds (mean seconds to the result).\n\n" + "\n".join(lines) + "\n")
+
+
+def noise_floor(results, path):
+    """ort_noise.md: the ORT speed-ups of cells whose written model is their input unchanged."""
+    lines = []
+    for key in sorted({k for c in results["cells"] for k in c.get("ort", {})}):
+        xs = sorted(c["ort"][key]["speedup"] for c in results["cells"]
+                    if c["status"] == "ok" and not c.get("rewrites") and key in c.get("ort", {}))
+        if xs:
+            inside = sum(1 for x in xs if abs(x - 1) <= 0.02) / len(xs)
+            lines.append(f"| {key} | {len(xs)} | {xs[len(xs) // 2]:.3f} | {xs[0]:.3f} | {xs[-1]:.3f} | {100 * inside:.0f}% |")
+    if not lines:
+        return False
+    with open(path, "w") as f:
+        f.write("ONNX Runtime's measured speed-up of cells written unchanged (no rewrites): exactly 1 without noise.\n\n"
+                "| timing | cells | median | min | max | within 2% of 1 |\n|---|---|---|---|---|---|\n" + "\n".join(lines) + "\n")
+    return True
+
+
 def compare(plt, pairs, path, method="mf", baselines=("taso", "eqsat")):
     evals = [(label, load(d)) for label, d in pairs]
     graphs = [g for g in evals[0][1]["graphs"] if all(g in r["graphs"] for _, r in evals)]
     series = [(label, r, method) for label, r in evals] + [(b, evals[0][1], b) for b in baselines]
+    compare_table(graphs, series, path + ".md")
     fig, axes = plt.subplots(1, 2, figsize=(max(8, 1.6 * len(graphs) * len(series) / 2), 4))
     width = 0.8 / len(series)
     for ax, value, ylabel, log in ((axes[0], lambda c: c["speedup"], "speed-up by the cost model", False),
@@ -179,10 +221,12 @@ def main():
             written.append(f"speedup_ort_{key}")
     if heatmap(plt, results, os.path.join(out, "rules_heatmap")):
         written.append("rules_heatmap")
+    if noise_floor(results, os.path.join(out, "ort_noise.md")):
+        written.append("ort_noise.md")
     if args.compare:
         compare(plt, [item.split("=", 1) for item in args.compare], os.path.join(out, "transfer"))
         written.append("transfer")
-    print("wrote " + ", ".join(f"{os.path.join(out, w)}.png/.svg" for w in written))
+    print("wrote " + ", ".join(os.path.join(out, w) + ("" if w.endswith(".md") else ".png/.svg") for w in written))
 
 
 if __name__ == "__main__":
