@@ -171,7 +171,7 @@ def compare(plt, pairs, path, method="mf", baselines=("taso", "eqsat")):
     graphs = [g for g in evals[0][1]["graphs"] if all(g in r["graphs"] for _, r in evals)]
     series = [(label, r, method) for label, r in evals] + [(b, evals[0][1], b) for b in baselines]
     compare_table(graphs, series, path + ".md")
-    fig, axes = plt.subplots(1, 2, figsize=(max(8, 1.6 * len(graphs) * len(series) / 2), 4))
+    fig, axes = plt.subplots(2, 1, figsize=(min(18, max(8, 0.16 * len(graphs) * len(series) + 2)), 8))
     width = 0.8 / len(series)
     for ax, value, ylabel, log in ((axes[0], lambda c: c["speedup"], "speed-up by the cost model", False),
                                    (axes[1], seconds_to_result, "seconds to the result", True)):

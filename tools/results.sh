@@ -12,11 +12,11 @@
 #    OUT/full, whose cells it shares;
 # 3. OUT/full: rlflow eval of greedy, taso, eqsat, mf (the transfer agents) and mb on all
 #    graphs; an agent that did not train on a graph is used zero-shot, marked as such;
-# 4. OUT/sweep: model-based agents on squeezenet at dream temperatures 0.5 to 2;
+# 4. OUT/sweep: model-based agents on resnext50 at dream temperatures 0.5 to 2;
 # 5. OUT/figures: eval bars and heatmap, transfer, training curves, temperature sweep.
 #
 # Settings (environment variables, defaults in brackets): SEEDS [3], TRAIN_SECONDS [240],
-# TUNE_SECONDS [20], OWN_SECONDS [60], JOBS [1] (threads per training), SWEEP_SECONDS [60],
+# TUNE_SECONDS [20], OWN_SECONDS [60], JOBS [1] (threads per training), SWEEP_SECONDS [90],
 # TEMPERATURES ["0.5 1 1.5 2"], EVAL_ARGS ["--ort-level basic,all --ort-runs 15
 # --time-limit 60"], PYTHON [/usr/bin/python3 when present, else python3]. The defaults fit
 # a 2-core machine in about three hours.
@@ -56,8 +56,8 @@ graphs=(zoo:resnet18 zoo:resnet50 zoo:inception_v3 zoo:squeezenet1_1 zoo:bert zo
 sweep=()
 for t in ${TEMPERATURES:-0.5 1 1.5 2}; do
   for s in $(seq 1 "$SEEDS"); do
-    train_once "$out/sweep/mb_T${t}_s$s" --agent mb --graph zoo:squeezenet1_1 --temperature "$t" --real-steps 1000 \
-      --time-limit "${SWEEP_SECONDS:-60}" --seed "$s"
+    train_once "$out/sweep/mb_T${t}_s$s" --agent mb --graph zoo:resnext50 --temperature "$t" --real-steps 1000 \
+      --time-limit "${SWEEP_SECONDS:-90}" --seed "$s"
     sweep+=("$out/sweep/mb_T${t}_s$s")
   done
 done
