@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
 
 using rlflow::cli_test::Result;
 using rlflow::cli_test::run_cli;
@@ -159,4 +160,31 @@ TEST_CASE("eval --ort times each result at every level, and a resumed eval times
     CHECK(resumed["ort"]["basic_t1"] == timed["ort"]["basic_t1"]);
     CHECK(resumed["ort"]["all_t1"] == timed["ort"]["all_t1"]);
     CHECK(resumed["ort"]["extended_t1"]["speedup"].get<double>() > 0);
+}
+
+TEST_CASE("the training-curve and temperature-sweep scripts draw mf and mb agents") {
+    const std::string python = std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+    if (std::system((python + " -c 'import matplotlib' >/dev/null 2>&1").c_str()) != 0) {
+        MESSAGE("skipped: matplotlib is missing (apt-get install python3-matplotlib)");
+        return;
+    }
+    const ScratchDir dir("rlflow-cli-eval-curves");
+    const std::string common = " --graph zoo:squeezenet1_1 --cost analytic --seed 1 --checkpoint ";
+    const std::string cold = dir.file("mb_cold"), warm = dir.file("mb_warm"), mf = dir.file("mf");
+    for (const auto& [agent, temperature] : {std::pair{cold, "0.5"}, std::pair{warm, "2"}})
+        REQUIRE(run_cli("train --agent mb --real-steps 40 --dream-steps 64 --temperature " + std::string(temperature) + common + agent).exit_code == 0);
+    REQUIRE(run_cli("train --agent mf --rollout-steps 8 --updates 2" + common + mf).exit_code == 0);
+    const std::string tools = std::string(RLFLOW_SOURCE_DIR) + "/tools/";
+    const std::string curves = dir.file("curves"), sweep = dir.file("sweep"), table = dir.file("sweep.md");
+    REQUIRE(std::system((python + " " + tools + "training_curves.py --out " + curves + " " + mf + " " + cold + " >/dev/null").c_str()) == 0);
+    REQUIRE(std::system((python + " " + tools + "temperature_sweep.py --out " + sweep + " " + cold + " " + warm + " >" + table).c_str()) == 0);
+    CHECK(std::filesystem::file_size(curves + ".png") > 1000);
+    CHECK(std::filesystem::file_size(sweep + ".png") > 1000);
+    CHECK(std::filesystem::file_size(sweep + ".svg") > 1000);
+    // One row per temperature, each with its one seed.
+    const std::string rows = read_file(table);
+    CHECK(rows.find("| 0.5 | 1 |") != std::string::npos);
+    CHECK(rows.find("| 2 | 1 |") != std::string::npos);
+    // An mf agent is not a temperature sweep's: named, and refused.
+    CHECK(std::system((python + " " + tools + "temperature_sweep.py --out " + sweep + " " + mf + " >/dev/null 2>&1").c_str()) != 0);
 }
