@@ -105,3 +105,23 @@ TEST_CASE("checkpoints, cost caches and tensor files cut short or with a byte ch
     CHECK(damage("tensor_pb", tensor, 16, 64) == 17 + 64);
     std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("a tensor whose dimensions multiply past a 64-bit count is refused by name, not overflowed") {
+    rlflow::onnx_io::pb::TensorProto t;
+    t.set_name("huge");
+    t.set_data_type(static_cast<int>(rlflow::DType::Float32));
+    constexpr std::int64_t big = std::int64_t{1} << 40;
+    t.add_dims(big);
+    t.add_dims(big);
+    CHECK_THROWS_WITH_AS(static_cast<void>(rlflow::onnx_io::tensor_from_proto(t, "huge.pb")),
+                         doctest::Contains("'huge' claims more elements than a 64-bit count holds"), rlflow::onnx_error);
+    // Elements that fit, bytes that do not (2^62 float32 elements).
+    t.clear_dims();
+    t.add_dims(std::int64_t{1} << 62);
+    CHECK_THROWS_WITH_AS(static_cast<void>(rlflow::onnx_io::tensor_from_proto(t, "huge.pb")),
+                         doctest::Contains("claims more bytes than a 64-bit count holds"), rlflow::onnx_error);
+    // The input fuzzing found (tests/fuzz/corpus/tensor_pb): refused the same way.
+    rlflow::onnx_io::pb::TensorProto found;
+    REQUIRE(found.ParseFromString(read_bytes(source_dir / "tests/fuzz/corpus/tensor_pb/dims_overflow.pb")));
+    CHECK_THROWS_AS(static_cast<void>(rlflow::onnx_io::tensor_from_proto(found, "dims_overflow.pb")), rlflow::onnx_error);
+}

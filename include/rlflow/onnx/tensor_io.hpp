@@ -92,8 +92,11 @@ inline constexpr std::size_t structure_data_limit = 4096;
         throw onnx_error(where + ": tensor '" + t.name() + "' has rank " + std::to_string(t.dims_size()) + " > "
                          + std::to_string(Shape::max_rank));
     Shape s;
+    std::int64_t elements = 1;
     for (const auto d : t.dims()) {
         if (d < 0) throw onnx_error(where + ": tensor '" + t.name() + "' has a negative dimension");
+        if (__builtin_mul_overflow(elements, d, &elements))  // found by fuzzing (tests/fuzz/corpus/tensor_pb)
+            throw onnx_error(where + ": tensor '" + t.name() + "' claims more elements than a 64-bit count holds");
         s.push_back(d);
     }
     return s;
@@ -113,10 +116,12 @@ inline constexpr std::size_t structure_data_limit = 4096;
     if (!t.has_raw_data()) typed = detail::tensor_proto_bytes(t, dtype, where);
     const std::span<const std::byte> bytes =
         t.has_raw_data() ? std::as_bytes(std::span(t.raw_data().data(), t.raw_data().size())) : std::span(typed);
-    if (static_cast<std::int64_t>(bytes.size()) != shape.numel() * static_cast<std::int64_t>(dtype_size(dtype)))
-        throw onnx_error(where + ": tensor '" + t.name() + "' holds " + std::to_string(bytes.size())
-                         + " bytes, its shape " + shape.to_string() + " needs "
-                         + std::to_string(shape.numel() * static_cast<std::int64_t>(dtype_size(dtype))));
+    std::int64_t needed = 0;
+    if (__builtin_mul_overflow(shape.numel(), static_cast<std::int64_t>(dtype_size(dtype)), &needed))
+        throw onnx_error(where + ": tensor '" + t.name() + "' claims more bytes than a 64-bit count holds");
+    if (static_cast<std::int64_t>(bytes.size()) != needed)
+        throw onnx_error(where + ": tensor '" + t.name() + "' holds " + std::to_string(bytes.size()) + " bytes, its shape "
+                         + shape.to_string() + " needs " + std::to_string(needed));
     return Tensor::from_raw(dtype, shape, bytes);
 }
 
