@@ -23,6 +23,14 @@ std::string read_file(const std::filesystem::path& path) {
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+/// A Python with matplotlib, to run the figure scripts; empty (and "skipped") if none.
+std::string figure_python() {
+    const std::string python = std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+    if (std::system((python + " -c 'import matplotlib' >/dev/null 2>&1").c_str()) == 0) return python;
+    MESSAGE("skipped: matplotlib is missing (apt-get install python3-matplotlib)");
+    return {};
+}
+
 const std::string small_export = std::string(RLFLOW_SOURCE_DIR) + "/tests/data/opaque/conv_sin_branches.onnx";
 
 /// Two small graphs, greedy and taso, two seeds, priced by the analytic V100 preset.
@@ -65,11 +73,8 @@ TEST_CASE("eval runs every method on every graph under every seed and writes res
 }
 
 TEST_CASE("the figure script draws an eval's results: the cost bars and the rules' heatmap") {
-    const std::string python = std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-    if (std::system((python + " -c 'import matplotlib' >/dev/null 2>&1").c_str()) != 0) {
-        MESSAGE("skipped: matplotlib is missing (apt-get install python3-matplotlib)");
-        return;
-    }
+    const std::string python = figure_python();
+    if (python.empty()) return;
     const ScratchDir dir("rlflow-cli-eval-figures");
     const std::string out = dir.file("eval"), figures = dir.file("figures");
     REQUIRE(run_cli(eval_args(out)).exit_code == 0);
@@ -163,11 +168,8 @@ TEST_CASE("eval --ort times each result at every level, and a resumed eval times
 }
 
 TEST_CASE("the training-curve and temperature-sweep scripts draw mf and mb agents") {
-    const std::string python = std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-    if (std::system((python + " -c 'import matplotlib' >/dev/null 2>&1").c_str()) != 0) {
-        MESSAGE("skipped: matplotlib is missing (apt-get install python3-matplotlib)");
-        return;
-    }
+    const std::string python = figure_python();
+    if (python.empty()) return;
     const ScratchDir dir("rlflow-cli-eval-curves");
     const std::string common = " --graph zoo:squeezenet1_1 --cost analytic --seed 1 --checkpoint ";
     const std::string cold = dir.file("mb_cold"), warm = dir.file("mb_warm"), mf = dir.file("mf");
