@@ -316,6 +316,23 @@ TEST_CASE("corrupted models are rejected with rlflow errors, never a crash or a 
     CHECK(accepted > 0);  // ...while flips inside weight bytes are legitimately accepted
 }
 
+TEST_CASE("models that crash libonnx's shape inference are imported or refused by name, never a crash") {
+    // Found by fuzzing: libonnx 1.12 dereferences a missing input's type (EyeLike reading an
+    // undefined tensor), and indexes past a kernel shape (ConvTranspose with a rank-2
+    // weight on rank-3 data). Inference runs in a child process, so the crash is the child's.
+    const std::filesystem::path corpus = std::filesystem::path(RLFLOW_SOURCE_DIR) / "tests/fuzz/corpus";
+    CHECK_THROWS_AS(onnx_io::load_onnx(corpus / "onnx_import_nofold/undefined_input_eyelike.onnx"), onnx_error);
+    const std::filesystem::path conv = corpus / "onnx_roundtrip/convtranspose_rank_mismatch.onnx";
+    const Graph g = onnx_io::load_onnx(conv);
+    CHECK(g.num_nodes() > 0);
+    try {
+        (void)onnx_io::export_model(g);
+        FAIL("the ONNX checker should refuse a ConvTranspose whose weight rank differs from its input's");
+    } catch (const onnx_error& e) {
+        CHECK(std::string(e.what()).find("crashed") != std::string::npos);
+    }
+}
+
 TEST_CASE("a packed QKV weight sliced in the graph becomes three plain weights") {
     // x (2,4) @ Slice(W_qkv (4,12), [0:4], [4:8], [8:12] on axis 1) -> q, k, v
     pb::ModelProto m;

@@ -6,10 +6,10 @@
 
 #include <rlflow/core/atomic_file.hpp>
 #include <rlflow/onnx/detail/exporter.hpp>
+#include <rlflow/onnx/detail/inference.hpp>
 #include <rlflow/onnx/export_options.hpp>
 
 #include <onnx/checker.h>
-#include <onnx/shape_inference/implementation.h>
 
 #include <filesystem>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
@@ -21,12 +21,11 @@ namespace rlflow::onnx_io {
 inline void check_model(const pb::ModelProto& model, const std::string& source) {
     try {
         ::onnx::checker::check_model(model);
-        pb::ModelProto copy = structure_only(model);
-        ::onnx::shape_inference::InferShapes(copy, ::onnx::OpSchemaRegistry::Instance(),
-                                             ::onnx::ShapeInferenceOptions{true, 1, false});
     } catch (const std::exception& e) {
         throw onnx_error(source + ": the model fails the ONNX checker: " + e.what());
     }
+    const detail::InferenceOutcome inferred = detail::infer_shapes(structure_only(model), true);
+    if (!inferred.ok) throw onnx_error(source + ": the model fails the ONNX checker: " + inferred.error);
 }
 
 /// Converts `g` into a ModelProto (checked when options.check is set).

@@ -6,12 +6,11 @@
 
 #include <rlflow/core/graph.hpp>
 #include <rlflow/onnx/detail/folding.hpp>
+#include <rlflow/onnx/detail/inference.hpp>
 #include <rlflow/onnx/detail/node_order.hpp>
 #include <rlflow/onnx/detail/op_mapping.hpp>
 #include <rlflow/onnx/detail/types.hpp>
 #include <rlflow/onnx/import_options.hpp>
-
-#include <onnx/shape_inference/implementation.h>
 
 #include <unordered_map>
 #include <utility>
@@ -91,14 +90,12 @@ private:
 
     /// Types of intermediate tensors from ONNX shape inference, used for opaque nodes.
     /// Inference is best effort: models with custom-domain ops cannot be inferred in
-    /// full, and their opaque results then keep the types the file itself declares.
+    /// full, and their opaque results then keep the types the file itself declares. The
+    /// same holds where libonnx crashes on a malformed model (detail::infer_shapes).
     void collect_inferred_types() {
         pb::ModelProto copy = structure_only(m_model);
-        try {
-            ::onnx::shape_inference::InferShapes(copy);
-        } catch (const std::exception&) {
-            copy = structure_only(m_model);  // keep what the file declares
-        }
+        InferenceOutcome inferred = infer_shapes(copy, false);
+        if (inferred.ok) copy = std::move(inferred.model);
         const auto& g = copy.graph();
         for (const auto* list : {&g.value_info(), &g.input(), &g.output()})
             for (const auto& v : *list)
