@@ -7,11 +7,16 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <unistd.h>
 #include <vector>
 
 using namespace rlflow::cli_test;
@@ -25,7 +30,77 @@ std::string read_file(const std::filesystem::path& path) {
 
 constexpr const char* train_args = "train --graph zoo:squeezenet1_1 zoo:resnet18 --cost analytic --rollout-steps 32 --seed 3";
 
+/// The lines of an agent's train.jsonl, without their timings.
+std::vector<nlohmann::json> log_without_seconds(const std::string& agent) {
+    std::ifstream log(agent + "/train.jsonl");
+    std::vector<nlohmann::json> lines;
+    for (std::string line; std::getline(log, line);) {
+        nlohmann::json j = nlohmann::json::parse(line);
+        j.erase("seconds");
+        lines.push_back(std::move(j));
+    }
+    return lines;
+}
+
+/// Starts `rlflow <arguments>` (its output discarded) and SIGKILLs it `delay` after it
+/// (re)writes `file`, unless it ends first; returns whether it was killed.
+bool kill_after(const std::string& arguments, const std::filesystem::path& file, std::chrono::milliseconds delay) {
+    const auto written = [&] {
+        std::error_code ec;
+        return std::filesystem::last_write_time(file, ec);
+    };
+    const auto before = written();
+    const std::string command = "exec " + std::string(RLFLOW_CLI_PATH) + " " + arguments + " >/dev/null 2>&1";
+    const ::pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    constexpr auto poll = std::chrono::milliseconds(5);
+    int status = 0;
+    while (written() == before && ::waitpid(pid, &status, WNOHANG) == 0) std::this_thread::sleep_for(poll);
+    std::this_thread::sleep_for(delay);
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+}
+
 }  // namespace
+
+TEST_CASE("train killed at random points resumes from its last checkpoint to the agent and log of an uninterrupted run") {
+    const ScratchDir dir("rlflow-cli-train-kill");
+    constexpr std::size_t updates = 12;
+    const std::string args = "train --graph zoo:squeezenet1_1 --cost analytic --rollout-steps 16 --seed 3 --checkpoint-every 1";
+    const std::string straight = dir.file("straight"), killed = dir.file("killed");
+    REQUIRE(run_cli(args + " --updates " + std::to_string(updates) + " --checkpoint " + straight).exit_code == 0);
+
+    std::mt19937_64 random(5);
+    std::uniform_int_distribution<int> delay_ms(0, 200);  // an update and its checkpoint take about 0.15 s here
+    std::size_t kills = 0, resumes = 0, done = 0;
+    const auto agent_updates = [&] {
+        return nlohmann::json::parse(read_file(killed + "/agent.json"))["updates"].get<std::size_t>();
+    };
+    // Each run, the first and every resumed one, is killed at a random point after it saved
+    // its first checkpoint, until one finishes.
+    std::string command = args + " --updates " + std::to_string(updates) + " --checkpoint " + killed;
+    constexpr std::size_t most_tries = 40;
+    for (std::size_t attempt = 0; attempt < most_tries && done < updates; ++attempt) {
+        const auto delay = std::chrono::milliseconds(delay_ms(random));
+        if (kill_after(command, killed + "/agent.json", delay)) ++kills;
+        done = agent_updates();
+        REQUIRE(done <= updates);
+        command = "train --resume --cost analytic --checkpoint " + killed + " --updates " + std::to_string(updates - done);
+        if (done < updates) ++resumes;
+    }
+    MESSAGE(kills << " kills, " << resumes << " resumes");
+    CHECK(kills >= 1);
+    REQUIRE(done == updates);
+    CHECK(read_file(straight + "/weights.ckpt") == read_file(killed + "/weights.ckpt"));
+    const std::vector<nlohmann::json> log = log_without_seconds(killed);
+    CHECK(log.size() == updates);  // each update logged once: lines past a checkpoint were dropped on resume
+    CHECK(log == log_without_seconds(straight));
+}
 
 TEST_CASE("train writes an agent and a log line per update, and a resumed run equals an uninterrupted one bit for bit") {
     const ScratchDir dir("rlflow-cli-train");

@@ -276,6 +276,33 @@ TEST_CASE("a missing input and a cycle are onnx errors naming the node") {
     CHECK_THROWS_WITH_AS((void)onnx_io::import_model(cyclic, {}, "c.onnx"), doctest::Contains("lies on a cycle"), onnx_error);
 }
 
+TEST_CASE("a model with more nodes than the limit is refused before anything is built") {
+    const auto relu_chain = [](int length) {
+        pb::ModelProto m;
+        m.set_ir_version(8);
+        m.add_opset_import()->set_version(13);
+        pb::GraphProto& g = *m.mutable_graph();
+        *g.add_input() = value("v0", {1, 4});
+        for (int i = 0; i < length; ++i) {
+            pb::NodeProto& n = *g.add_node();
+            n.set_op_type("Relu");
+            n.add_input("v" + std::to_string(i));
+            n.add_output("v" + std::to_string(i + 1));
+        }
+        *g.add_output() = value("v" + std::to_string(length), {1, 4});
+        return m;
+    };
+    onnx_io::ImportOptions options;
+    options.max_nodes = 10;
+    CHECK_NOTHROW((void)onnx_io::import_model(relu_chain(10), options, "ten.onnx"));
+    CHECK_THROWS_WITH_AS((void)onnx_io::import_model(relu_chain(11), options, "eleven.onnx"),
+                         "[rlflow.onnx_error] eleven.onnx: 11 nodes, more than the limit of 10 (--max-nodes)", onnx_error);
+    // The default limit: a million nodes.
+    const int over = static_cast<int>(onnx_io::default_max_nodes) + 1;
+    CHECK_THROWS_WITH_AS((void)onnx_io::import_model(relu_chain(over), {}, "big.onnx"), doctest::Contains("more than the limit of 1000000"),
+                         onnx_error);
+}
+
 TEST_CASE("save_onnx writes atomically and leaves nothing behind on failure") {
     Graph g = models::build_zoo_model("nasrnn");
     exec::fill_random_weights(g, 1);

@@ -160,3 +160,17 @@ TEST_CASE("a tensor constant in a rule needs a shape and a known fill that fits 
     CHECK(error_of(R"(Constant() value=1 shape=[dim(x, 0), 3] fill="zeros")").find("fill must be") != std::string::npos);
     CHECK(error_of(R"(Constant() value=1 shape=[dim(x, 0), dim(x, 1)] fill="identity")").empty());
 }
+
+TEST_CASE("a rule constant larger than max_constant_elements is refused, when parsed or when built") {
+    const std::string rule = "rlflow-rules 1\n\nrule r\n  var x\n  src c = Constant() value=1 shape=[50000, 50000] fill=\"uniform\""
+                             "\n  src m = Mul(x, c)\n  dst y = Relu(x)\n  out m -> y\nend\n";
+    CHECK_THROWS_WITH_AS((void)rewrite::parse_rules_text(rule, "huge.rules"), doctest::Contains("more than 268435456 elements"),
+                         rule_error);
+    // Ten dims of 100,000 overflow a 64-bit count: still refused, not wrapped round.
+    CHECK(rewrite::constant_too_large(std::vector<std::int64_t>(10, 100000)));
+    CHECK(rewrite::constant_too_large(std::vector<std::int64_t>{16385, 16384}));
+    CHECK_FALSE(rewrite::constant_too_large(std::vector<std::int64_t>{16384, 16384}));
+    // A symbolic shape is checked when the constant is built for a match.
+    CHECK_THROWS_WITH_AS((void)rewrite::constant_tensor(Shape{1 << 15, 1 << 14}, 1.0, ConstantFill::uniform),
+                         doctest::Contains("more than 268435456 elements"), shape_error);
+}

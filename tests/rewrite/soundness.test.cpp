@@ -33,6 +33,21 @@ TEST_CASE("an equivalent rewrite is reported equal, sharing weights by name") {
     CHECK_FALSE(report.counterexample.has_value());
 }
 
+TEST_CASE("graphs whose runs would need more memory than the limit are refused before anything is allocated") {
+    rewrite::EquivalenceOptions options;
+    // Each of the two runs holds x (48 B), the weights (100 B) and two activations of 60 B.
+    options.memory_limit_bytes = 64;
+    CHECK_THROWS_WITH_AS((void)rewrite::check_equivalence(dense(false), dense(true), options), doctest::Contains("of memory, more than the limit"),
+                         resource_error);
+    options.memory_limit_bytes = 1 << 20;
+    CHECK(rewrite::check_equivalence(dense(false), dense(true), options).equal);
+    // By default the limit is half this machine's memory: a 10^6 x 10^6 input is refused.
+    Graph huge;
+    const auto x = huge.add_input("x", f32({1000000, 1000000}));
+    huge.add_output({huge.add_node(OpKind::Relu, {{x, 0}}), 0}, "y");
+    CHECK_THROWS_AS((void)rewrite::check_equivalence(huge, huge), resource_error);
+}
+
 TEST_CASE("an unsound rewrite is caught with a counterexample naming the inputs") {
     Graph wrong = dense(true);
     // Replace the Relu by a Sigmoid: same shapes, different function.

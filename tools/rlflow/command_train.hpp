@@ -190,6 +190,23 @@ inline std::vector<std::string> interface_keys(const std::vector<Graph>& graphs)
 inline constexpr int confirm_runs = 21;
 inline constexpr int confirm_sessions = 3;
 
+/// On --resume, DIR/train.jsonl keeps only the lines of the `key`s (updates) up to `last`,
+/// the checkpoint's: a run killed between logging an update and saving it logged lines that
+/// the resumed run writes again, and the kill may have cut the last line short.
+inline void trim_training_log(const std::filesystem::path& file, const char* key, std::size_t last) {
+    std::ifstream in(file);
+    if (!in) return;
+    std::string kept;
+    for (std::string line; std::getline(in, line);) {
+        const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+        if (j.is_discarded() || !j.is_object() || !j.contains(key) || !j[key].is_number_unsigned() || j[key].get<std::size_t>() > last)
+            continue;
+        kept += line + "\n";
+    }
+    in.close();
+    write_file_atomically(file, kept);
+}
+
 /// A model hash (onnx_io::model_structure_hash) as 16 hexadecimal digits, as fastest.json and timed.jsonl write it.
 inline std::string hash_hex(std::uint64_t hash) {
     char text[17];
@@ -284,6 +301,7 @@ void train_with(const TrainOptions& o, Backend backend) {
         rl::save_agent(dir, trainer.snapshot(), trainer.policy().parameters(), &trainer.adam());
         save_cost_cache(model, cache, !o.cost_cache.empty());
     };
+    if (o.resume) trim_training_log(dir / "train.jsonl", "update", first);
     std::ofstream log(dir / "train.jsonl", std::ios::app);
     RLFLOW_EXPECTS(log.good(), io_error, (dir / "train.jsonl").string() + ": cannot write the training log");
     // The bar runs to the limit that will stop training: updates, episodes or seconds.

@@ -12,6 +12,8 @@
 
 #include <rlflow/core/error.hpp>
 
+#include <new>
+
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -52,6 +54,9 @@ int main(int argc, char** argv) {
         return exit_bad_input;
     } catch (const rlflow::error& e) {
         std::fprintf(stderr, "error: %s\n", e.message().c_str());
+        return exit_bad_input;
+    } catch (const std::bad_alloc&) {
+        std::fprintf(stderr, "error: out of memory: the model or job needs more memory than this machine gave rlflow\n");
         return exit_bad_input;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "internal error: %s\n", e.what());

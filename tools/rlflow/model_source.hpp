@@ -30,6 +30,7 @@ struct ModelOptions {
     bool weight_free = false;
     /// Seed of a zoo model's random weights (commands set it from their --seed).
     std::uint64_t seed = 0;
+    std::size_t max_nodes = onnx_io::default_max_nodes;
 };
 
 /// Adds the flags of ModelOptions to a command.
@@ -40,6 +41,8 @@ inline void add_model_flags(CLI::App& cmd, ModelOptions& options) {
     cmd.add_option("--data-inputs", options.data_inputs,
                    "ONNX graph inputs that carry data; every other input is a parameter (weight)");
     cmd.add_flag("--no-fold", options.no_fold, "do not fold static ONNX subgraphs");
+    cmd.add_option("--max-nodes", options.max_nodes, "refuse ONNX models with more nodes than this (0: no limit)")
+        ->capture_default_str();
     cmd.add_flag("--weight-free", options.weight_free,
                  "zoo models: leave the weights as graph inputs without data (as export_params=False) instead of "
                  "seeded random weights");
@@ -75,6 +78,7 @@ inline Graph load_model(const std::string& model, const ModelOptions& options) {
     import.fold_constants = !options.no_fold;
     import.dim_values = options.dims;
     import.data_inputs = options.data_inputs;
+    import.max_nodes = options.max_nodes;
     Graph g = onnx_io::load_onnx(path, import);
     for (const auto& [domain, version] : g.info().opset_imports)
         if ((domain.empty() || domain == "ai.onnx") && !onnx_io::supported_opset(version))

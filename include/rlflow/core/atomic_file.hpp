@@ -2,13 +2,15 @@
 /// \file
 /// Writing output files so that a reader never sees a partial one: the bytes go to a
 /// temporary file in the same directory, which is flushed and then renamed over the
-/// target (rename is atomic within a file system), and the directory is synced.
+/// target (rename is atomic within a file system), and the directory is synced. A writer
+/// killed mid-write leaves only its temporary, which the next write of that file removes.
 
 #include <rlflow/core/error.hpp>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <fcntl.h>
 #include <filesystem>
 #include <string>
@@ -17,6 +19,30 @@
 #include <unistd.h>
 
 namespace rlflow {
+
+namespace detail {
+
+/// Removes the temporaries next to `path` (`NAME.tmp.PID.…`) that writers killed mid-write
+/// left behind: those of processes that no longer run. Best effort.
+inline void remove_stale_temporaries(const std::filesystem::path& path) {
+    const std::string prefix = path.filename().string() + ".tmp.";
+    const std::filesystem::path parent = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (!name.starts_with(prefix)) continue;
+        const std::string pid_text = name.substr(prefix.size(), name.find('.', prefix.size()) - prefix.size());
+        constexpr std::size_t pid_digits = 9;  // Linux pids stay below 2^22
+        if (pid_text.empty() || pid_text.size() > pid_digits || pid_text.find_first_not_of("0123456789") != std::string::npos)
+            continue;
+        const long pid = std::stol(pid_text);
+        if (pid == ::getpid() || ::kill(static_cast<::pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+        std::error_code ignored;
+        std::filesystem::remove(it->path(), ignored);
+    }
+}
+
+}  // namespace detail
 
 /// Writes `path` atomically: `write(fd)` fills a temporary file next to it and returns
 /// whether it succeeded; the file is then synced and renamed into place. Throws io_error
@@ -52,6 +78,7 @@ void write_file_atomically_with(const std::filesystem::path& path, Writer&& writ
         std::filesystem::remove(temporary, ec);
         throw io_error(path.string() + ": cannot rename the temporary file into place: " + why);
     }
+    detail::remove_stale_temporaries(path);
     // The rename is a change to the directory: sync it too, so that after a crash the
     // directory names the new file. Best effort: some file systems refuse to sync a
     // directory, and the file itself is complete either way.

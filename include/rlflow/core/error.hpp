@@ -49,6 +49,9 @@ RLFLOW_DEFINE_ERROR(training_error);
 RLFLOW_DEFINE_ERROR(cuda_error);
 /// A file that cannot be read or written.
 RLFLOW_DEFINE_ERROR(io_error);
+/// A job that would need more memory or time than rlflow allows itself (a model whose
+/// tensors would not fit in memory, a graph beyond the node limit).
+RLFLOW_DEFINE_ERROR(resource_error);
 /// A bad argument to a public function (a violated user precondition).
 RLFLOW_DEFINE_ERROR(precondition_error);
 

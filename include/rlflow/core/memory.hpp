@@ -19,7 +19,11 @@
 #include <algorithm>
 #include <concepts>
 #include <cstdint>
+#include <cstdio>
+#include <string>
 #include <vector>
+
+#include <unistd.h>
 
 namespace rlflow {
 
@@ -154,5 +158,24 @@ namespace detail {
 
 /// The memory profile of `g` under its default topological order.
 [[nodiscard]] inline MemoryProfile memory_profile(const Graph& g) { return memory_profile(g, g.topological_order()); }
+
+/// This machine's physical memory in bytes (0 if the system does not say).
+[[nodiscard]] inline std::int64_t physical_memory_bytes() noexcept {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? static_cast<std::int64_t>(pages) * page : 0;
+}
+
+/// The memory rlflow lets one run of graphs on test data take: half this machine's, so a
+/// model whose tensors would not fit is refused by name instead of ending in an
+/// out-of-memory kill.
+[[nodiscard]] inline std::int64_t default_run_memory_limit() noexcept { return physical_memory_bytes() / 2; }
+
+/// Bytes as people read them ("12.3 GiB").
+[[nodiscard]] inline std::string gibibytes(std::int64_t bytes) {
+    constexpr double gib = 1024.0 * 1024.0 * 1024.0;
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / gib);
+    return text;
+}
 
 }  // namespace rlflow

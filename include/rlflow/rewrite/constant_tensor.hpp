@@ -21,6 +21,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,12 +42,28 @@ enum class ConstantFill : std::uint8_t { uniform, identity };
     return std::nullopt;
 }
 
+/// The most elements a rule's constant may have (1 GiB of float32): rules apply to real
+/// graphs, whose identities and fills are far smaller; a rule file asking for more is
+/// refused rather than allowed to exhaust memory.
+inline constexpr std::int64_t max_constant_elements = std::int64_t{1} << 28;
+
+/// Whether a constant of `dims` has more than max_constant_elements elements.
+[[nodiscard]] inline bool constant_too_large(std::span<const std::int64_t> dims) noexcept {
+    std::int64_t elements = 1;
+    for (const std::int64_t d : dims)
+        if (d > 0 && (__builtin_mul_overflow(elements, d, &elements) || elements > max_constant_elements)) return true;
+    return false;
+}
+
 /// Why `fill` cannot fill `shape` ("" if it can): an identity needs a matrix or a conv
-/// kernel with odd spatial dims; every dim must be known and positive.
+/// kernel with odd spatial dims; every dim must be known and positive, and the constant
+/// no larger than max_constant_elements.
 [[nodiscard]] inline std::string constant_fill_problem(const Shape& shape, ConstantFill fill) {
     if (!shape.is_static()) return "shape " + shape.to_string() + " is not static";
     for (const std::int64_t d : shape.dims())
         if (d <= 0) return "shape " + shape.to_string() + " has an empty dim";
+    if (constant_too_large(shape.dims()))
+        return "shape " + shape.to_string() + " has more than " + std::to_string(max_constant_elements) + " elements";
     if (fill == ConstantFill::uniform) return {};
     if (shape.rank() == 2) return {};
     if (shape.rank() == 4 && shape[2] % 2 == 1 && shape[3] % 2 == 1) return {};

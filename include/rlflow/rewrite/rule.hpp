@@ -363,9 +363,16 @@ private:
         const auto parsed = parse_constant_fill(std::get<std::string>(fill->literal));
         expect(parsed.has_value(), where + ": fill must be \"uniform\" or \"identity\"");
         std::size_t rank = 0;
-        if (shape->kind == AttrExpr::Kind::ints) rank = shape->terms.size();
-        else if (shape->kind == AttrExpr::Kind::literal) rank = std::get<std::vector<std::int64_t>>(shape->literal).size();
-        else return;
+        if (shape->kind == AttrExpr::Kind::ints) {
+            rank = shape->terms.size();
+        } else if (shape->kind == AttrExpr::Kind::literal) {
+            const auto& dims = std::get<std::vector<std::int64_t>>(shape->literal);
+            rank = dims.size();
+            expect(!constant_too_large(dims),
+                   where + ": the shape has more than " + std::to_string(max_constant_elements) + " elements");
+        } else {
+            return;
+        }
         expect(*parsed != ConstantFill::identity || rank == 2 || rank == 4,
                where + ": an identity Constant is a matrix or a conv kernel (rank 2 or 4)");
     }

@@ -4,6 +4,7 @@
 /// Both run in the reference executor on the same seeded random inputs and the same
 /// weights, several times; the verdict is a value, with the inputs that told them apart.
 
+#include <rlflow/core/memory.hpp>
 #include <rlflow/exec/executor.hpp>
 #include <rlflow/exec/random.hpp>
 
@@ -21,6 +22,9 @@ struct EquivalenceOptions {
     std::uint64_t seed = 0;
     double rtol = 1e-4;
     double atol = 1e-5;
+    /// The most memory the two runs may take together, in bytes; more is a resource_error
+    /// before anything is allocated. 0: core/memory.hpp's default_run_memory_limit.
+    std::int64_t memory_limit_bytes = 0;
 };
 
 /// The verdict of check_equivalence.
@@ -79,6 +83,20 @@ inline bool outputs_agree(const std::vector<Tensor>& a, const std::vector<Tensor
     return true;
 }
 
+/// Refuses (resource_error) graphs whose runs would need more memory than allowed.
+inline void check_run_memory(const Graph& a, const Graph& b, const EquivalenceOptions& options) {
+    const auto need = [](const Graph& g) {
+        const MemoryProfile p = memory_profile(g);
+        return p.peak_activation_bytes + p.weight_bytes;
+    };
+    const std::int64_t limit = options.memory_limit_bytes > 0 ? options.memory_limit_bytes : default_run_memory_limit();
+    const std::int64_t bytes = need(a) + need(b);
+    if (limit > 0 && bytes > limit)
+        throw resource_error("checking graph '" + a.info().graph_name + "' against its rewrite on random inputs needs "
+                             + gibibytes(bytes) + " of memory, more than the limit of " + gibibytes(limit)
+                             + " (half this machine's)");
+}
+
 }  // namespace detail
 
 /// Checks that `rewritten` computes the same outputs as `original` (same graph inputs by
@@ -86,6 +104,7 @@ inline bool outputs_agree(const std::vector<Tensor>& a, const std::vector<Tensor
 /// input sets. Weights without data are filled deterministically, shared by name.
 [[nodiscard]] inline EquivalenceReport check_equivalence(const Graph& original, const Graph& rewritten,
                                                           const EquivalenceOptions& options = {}) {
+    detail::check_run_memory(original, rewritten, options);
     Graph a = original;
     Graph b = rewritten;
     exec::fill_random_weights(a, options.seed);

@@ -4,9 +4,13 @@
 /// rule name, its network and environment settings, the cost backend it learned from;
 /// and where training stands: updates, steps, the random generator's state and the
 /// episodes in progress, so that `--resume` continues exactly) and `weights.ckpt` (the
-/// parameters and Adam's state, nn's checkpoint format). Both are written atomically,
-/// weights first; agent.json holds the weights' checksum, so a pair torn by a crash
-/// between the two writes is refused rather than mixed.
+/// parameters and Adam's state, nn's checkpoint format).
+///
+/// A save survives being killed at any point (detail::commit_agent): the new weights go to
+/// `weights.ckpt.next`, then agent.json (naming the new weights by checksum) replaces the
+/// old one, then the weights are renamed into place, each step atomic. A reader that finds
+/// agent.json naming `weights.ckpt.next` finishes the interrupted save; any other pair that
+/// does not match is refused rather than mixed.
 
 #include <rlflow/core/atomic_file.hpp>
 #include <rlflow/core/error.hpp>
@@ -18,6 +22,8 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <cmath>
+#include <limits>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -56,10 +62,19 @@ struct AgentState {
     /// Per environment: the actions of its episode in progress, and their return.
     std::vector<std::vector<Action>> episode_actions;
     std::vector<double> episode_returns;
+    /// Per graph: the cost ratio of its last finished episode and the best one (NaN: none
+    /// yet), which the training log reports; kept so a resumed run logs what an
+    /// uninterrupted one does.
+    std::vector<double> final_cost_ratio;
+    std::vector<double> best_cost_ratio;
 };
 
 [[nodiscard]] inline std::filesystem::path agent_json_path(const std::filesystem::path& dir) { return dir / "agent.json"; }
 [[nodiscard]] inline std::filesystem::path agent_weights_path(const std::filesystem::path& dir) { return dir / "weights.ckpt"; }
+/// The weights of a save under way (see the file's comment).
+[[nodiscard]] inline std::filesystem::path agent_next_weights_path(const std::filesystem::path& dir) {
+    return dir / "weights.ckpt.next";
+}
 
 namespace detail {
 
@@ -84,6 +99,26 @@ struct AgentFormat {
     std::string_view other_hint;
 };
 
+[[nodiscard]] inline std::string weights_checksum(const std::filesystem::path& path) {
+    return std::to_string(nn::detail::fnv1a64(read_bytes(path)));
+}
+
+/// Makes weights.ckpt the file agent.json names by `checksum`: it is already, or a save
+/// killed after writing agent.json left it as weights.ckpt.next, which is renamed into
+/// place. Otherwise the pair is torn or replaced: checkpoint_error.
+inline void finish_interrupted_save(const std::filesystem::path& dir, const std::string& checksum) {
+    std::error_code ec;
+    if (std::filesystem::exists(agent_weights_path(dir), ec) && weights_checksum(agent_weights_path(dir)) == checksum) return;
+    const std::filesystem::path next = agent_next_weights_path(dir);
+    if (std::filesystem::exists(next, ec) && weights_checksum(next) == checksum) {
+        std::filesystem::rename(next, agent_weights_path(dir), ec);
+        // Another reader (or the writer) may have finished it first: what counts is the result.
+        if (!ec || weights_checksum(agent_weights_path(dir)) == checksum) return;
+        throw io_error(agent_weights_path(dir).string() + ": cannot finish the interrupted save: " + ec.message());
+    }
+    agent_json_error(dir, "weights.ckpt is not the file this agent was saved with (torn or replaced)");
+}
+
 /// dir's agent.json, parsed, of the expected format and version, its weights the ones it
 /// was saved with; throws checkpoint_error naming what is wrong, io_error if unreadable.
 [[nodiscard]] inline nlohmann::json read_agent_json(const std::filesystem::path& dir, const AgentFormat& expected) {
@@ -101,8 +136,7 @@ struct AgentFormat {
         if (j.at("version").get<int>() != expected.version)
             agent_json_error(dir, "agent format version " + std::to_string(j.at("version").get<int>()) + ", this rlflow reads "
                                       + std::to_string(expected.version));
-        if (j.at("weights_checksum").get<std::string>() != std::to_string(nn::detail::fnv1a64(read_bytes(agent_weights_path(dir)))))
-            agent_json_error(dir, "weights.ckpt is not the file this agent was saved with (torn or replaced)");
+        finish_interrupted_save(dir, j.at("weights_checksum").get<std::string>());
     } catch (const nlohmann::json::exception& e) {
         agent_json_error(dir, std::string("a field is missing or has the wrong type: ") + e.what());
     }
@@ -126,13 +160,36 @@ inline void check_node_features(const std::filesystem::path& dir, std::int64_t n
             env.at("one_step_gains").get<bool>()};
 }
 
-/// Writes `j` as dir's agent.json (atomically), with its format, version and the checksum
-/// of the weights.ckpt already written beside it.
-inline void write_agent_json(const std::filesystem::path& dir, nlohmann::json j, std::string_view format, int version) {
+/// Saves an agent into `dir` so that a kill at any point leaves either the previous agent
+/// or the new one (see the file's comment): `write_weights(path)` writes the weights to
+/// `path` atomically; `j` becomes agent.json with its format, version and the weights'
+/// checksum.
+template <class WriteWeights>
+void commit_agent(const std::filesystem::path& dir, WriteWeights&& write_weights, nlohmann::json j, std::string_view format,
+                  int version) {
+    std::filesystem::create_directories(dir);
+    const std::filesystem::path next = agent_next_weights_path(dir);
+    write_weights(next);
     j["format"] = format;
     j["version"] = version;
-    j["weights_checksum"] = std::to_string(nn::detail::fnv1a64(read_bytes(agent_weights_path(dir))));
+    j["weights_checksum"] = weights_checksum(next);
     write_file_atomically(agent_json_path(dir), j.dump(1) + "\n");
+    std::error_code ec;
+    std::filesystem::rename(next, agent_weights_path(dir), ec);
+    if (ec && weights_checksum(agent_weights_path(dir)) != j["weights_checksum"].get<std::string>())
+        throw io_error(agent_weights_path(dir).string() + ": cannot rename the new weights into place: " + ec.message());
+}
+
+/// Cost ratios as JSON, NaN (none yet) as null; and back.
+[[nodiscard]] inline nlohmann::json ratios_json(const std::vector<double>& ratios) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const double r : ratios) out.push_back(std::isnan(r) ? nlohmann::json(nullptr) : nlohmann::json(r));
+    return out;
+}
+[[nodiscard]] inline std::vector<double> ratios_from_json(const nlohmann::json& list) {
+    std::vector<double> out;
+    for (const auto& r : list) out.push_back(r.is_null() ? std::numeric_limits<double>::quiet_NaN() : r.get<double>());
+    return out;
 }
 
 }  // namespace detail
@@ -145,8 +202,6 @@ inline constexpr const char* mb_agent_format = "rlflow-mb-agent";
 template <nn::TensorBackend B>
 void save_agent(const std::filesystem::path& dir, const AgentState& state, const std::vector<nn::Parameter<B>*>& params,
                 const std::type_identity_t<nn::Adam<B>>* adam) {
-    std::filesystem::create_directories(dir);
-    nn::save_checkpoint(agent_weights_path(dir), params, adam);
     nlohmann::json j;
     j["rules"] = state.rules;
     j["node_features"] = state.node_features;
@@ -179,7 +234,11 @@ void save_agent(const std::filesystem::path& dir, const AgentState& state, const
     }
     j["episode_actions"] = episodes;
     j["episode_returns"] = state.episode_returns;
-    detail::write_agent_json(dir, std::move(j), agent_format, agent_format_version);
+    j["final_cost_ratio"] = detail::ratios_json(state.final_cost_ratio);
+    j["best_cost_ratio"] = detail::ratios_json(state.best_cost_ratio);
+    detail::commit_agent(
+        dir, [&](const std::filesystem::path& path) { nn::save_checkpoint(path, params, adam); }, std::move(j), agent_format,
+        agent_format_version);
 }
 
 /// Reads agent.json of `dir`; throws checkpoint_error naming the file and what is wrong
@@ -233,6 +292,9 @@ void save_agent(const std::filesystem::path& dir, const AgentState& state, const
             s.episode_actions.push_back(std::move(actions));
         }
         s.episode_returns = j.at("episode_returns").get<std::vector<double>>();
+        // Agents saved before the log's ratios were kept resume without them.
+        s.final_cost_ratio = detail::ratios_from_json(j.value("final_cost_ratio", nlohmann::json::array()));
+        s.best_cost_ratio = detail::ratios_from_json(j.value("best_cost_ratio", nlohmann::json::array()));
     } catch (const nlohmann::json::exception& e) {
         fail(std::string("a field is missing or has the wrong type: ") + e.what());
     } catch (const std::invalid_argument&) {

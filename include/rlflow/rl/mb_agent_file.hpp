@@ -57,8 +57,6 @@ template <nn::TensorBackend B>
 
 template <nn::TensorBackend B>
 void save_mb_agent(const std::filesystem::path& dir, const MbAgentState& s, WorldModel<B>& model, Controller<B>& controller) {
-    std::filesystem::create_directories(dir);
-    nn::save_checkpoint<B>(agent_weights_path(dir), mb_parameters(model, controller), nullptr);
     nlohmann::json j;
     j["rules"] = s.rules;
     j["node_features"] = s.node_features;
@@ -79,7 +77,9 @@ void save_mb_agent(const std::filesystem::path& dir, const MbAgentState& s, Worl
     j["iterations"] = s.iterations;
     j["episodes"] = s.episodes;
     j["seconds"] = s.seconds;
-    detail::write_agent_json(dir, std::move(j), mb_agent_format, mb_agent_format_version);
+    detail::commit_agent(
+        dir, [&](const std::filesystem::path& path) { nn::save_checkpoint<B>(path, mb_parameters(model, controller), nullptr); },
+        std::move(j), mb_agent_format, mb_agent_format_version);
 }
 
 /// Reads agent.json of `dir`; throws checkpoint_error naming the file and what is wrong.

@@ -75,6 +75,8 @@ public:
         RLFLOW_EXPECTS(m_state.rules.size() == rules->size(), precondition_error,
                        "MfTrainer: the agent's rule names and the rule set differ in size");
         if (m_state.updates > 0) m_envs.restore(m_state.episode_actions, m_state.episode_returns);
+        if (m_state.final_cost_ratio.size() == m_final.size()) m_final = m_state.final_cost_ratio;
+        if (m_state.best_cost_ratio.size() == m_best.size()) m_best = m_state.best_cost_ratio;
     }
 
     // Adam holds pointers into the policy: a trainer stays where it was made.
@@ -122,6 +124,8 @@ public:
         s.rng = m_rng.state();
         s.episode_actions = m_envs.episode_actions();
         s.episode_returns = m_envs.episode_returns();
+        s.final_cost_ratio = m_final;
+        s.best_cost_ratio = m_best;
         return s;
     }
     [[nodiscard]] const AgentState& state() const noexcept { return m_state; }

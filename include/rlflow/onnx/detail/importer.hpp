@@ -30,6 +30,7 @@ public:
     }
 
     Graph run() {
+        check_size();
         copy_model_info();
         collect_inferred_types();
         add_graph_inputs();
@@ -71,6 +72,13 @@ private:
     static bool is_default_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
     std::string where(const pb::NodeProto& n) const {
         return m_source + ": node '" + n.name() + "' (" + n.op_type() + ")";
+    }
+
+    void check_size() const {
+        const auto nodes = static_cast<std::size_t>(m_model.graph().node_size());
+        if (m_options.max_nodes > 0 && nodes > m_options.max_nodes)
+            throw onnx_error(m_source + ": " + std::to_string(nodes) + " nodes, more than the limit of "
+                             + std::to_string(m_options.max_nodes) + " (--max-nodes)");
     }
 
     void copy_model_info() {
