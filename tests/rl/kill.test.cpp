@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
@@ -104,12 +105,14 @@ std::size_t model_generation_of(const fs::path& file) {
     return generation;
 }
 
-/// The writer: continues from what is on disk, generation after generation, until killed.
-[[noreturn]] void writer(const Files& f) {
+/// The writer: continues from what is on disk, generation after generation, until killed,
+/// or until it has written `generations` of them (0: no end), when it exits with 0.
+[[noreturn]] void writer(const Files& f, std::size_t generations = 0) {
     try {
         cost::CostModel<cost::AnalyticBackend> cache;
         cache.load_cache(f.cache);
-        for (std::size_t g = std::max({agent_generation(f.agent), cache.cache_size(), model_generation_of(f.model)}) + 1;; ++g) {
+        const std::size_t first = std::max({agent_generation(f.agent), cache.cache_size(), model_generation_of(f.model)}) + 1;
+        for (std::size_t g = first; generations == 0 || g < first + generations; ++g) {
             save_agent_generation(f.agent, g);
             while (cache.cache_size() < g) static_cast<void>(cache.graph_cost(relu_of_width(static_cast<std::int64_t>(cache.cache_size()) + 1)));
             cache.save_cache(f.cache);
@@ -118,6 +121,25 @@ std::size_t model_generation_of(const fs::path& file) {
     } catch (...) {
         std::_Exit(3);
     }
+    std::_Exit(0);
+}
+
+/// How long a writer takes from its start to its first generation's last write, here and
+/// now: measured on a scratch copy of the files, so that the kills below can land
+/// anywhere in the first few generations on a fast machine or a sanitizer build alike.
+std::chrono::microseconds one_generation_time(const fs::path& scratch) {
+    fs::create_directories(scratch);
+    const Files f{scratch / "agent", scratch / "prices.bin", scratch / "out.onnx"};
+    const auto start = std::chrono::steady_clock::now();
+    const ::pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) writer(f, 1);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    REQUIRE_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == 0), "the calibrating writer failed");
+    const auto took = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
+    fs::remove_all(scratch);
+    return took;
 }
 
 std::size_t temporaries(const fs::path& dir) {
@@ -141,8 +163,12 @@ TEST_CASE("a writer killed 1,000 times at random points leaves every file whole,
     fs::create_directories(dir);
     const Files f{dir / "agent", dir / "prices.bin", dir / "out.onnx"};
     std::mt19937_64 random(11);
-    // Kills land anywhere from before the first write to a few generations in.
-    std::uniform_int_distribution<int> delay_us(0, 30000);
+    // Kills land anywhere from before the first write to a few generations in: up to three
+    // times a writer's start and first generation, and 30 ms at least.
+    constexpr std::chrono::microseconds least_window{30000};
+    constexpr int generations_in_window = 3;
+    const auto window = std::max(least_window, generations_in_window * one_generation_time(dir / "calibration"));
+    std::uniform_int_distribution<std::int64_t> delay_us(0, window.count());
     std::size_t agent = 0, cache = 0, model = 0, mid_write = 0;
     const std::size_t kills = kills_from_environment();
     for (std::size_t k = 0; k < kills; ++k) {
@@ -163,7 +189,7 @@ TEST_CASE("a writer killed 1,000 times at random points leaves every file whole,
         agent = a, cache = c, model = m;
         if (temporaries(dir) > 0 || fs::exists(rl::agent_next_weights_path(f.agent))) ++mid_write;
     }
-    MESSAGE("after " << kills << " kills: agent generation " << agent << ", cache " << cache << ", model " << model << "; "
+    MESSAGE("after " << kills << " kills within " << window.count() / 1000 << " ms of each start: agent generation " << agent << ", cache " << cache << ", model " << model << "; "
                      << mid_write << " kills left a write unfinished");
     // The kills went on while the writers made progress, and many cut a write short.
     CHECK(model > kills / 10);

@@ -5,6 +5,7 @@
 /// target (rename is atomic within a file system), and the directory is synced. A writer
 /// killed mid-write leaves only its temporary, which the next write of that file removes.
 
+#include <rlflow/core/detail/fd_io.hpp>
 #include <rlflow/core/error.hpp>
 
 #include <atomic>
@@ -92,16 +93,7 @@ void write_file_atomically_with(const std::filesystem::path& path, Writer&& writ
 
 /// Writes `bytes` to `path` atomically (see write_file_atomically_with).
 inline void write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
-    write_file_atomically_with(path, [&](int fd) {
-        std::size_t done = 0;
-        while (done < bytes.size()) {
-            const ::ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) return false;
-            done += static_cast<std::size_t>(n);
-        }
-        return true;
-    });
+    write_file_atomically_with(path, [&](int fd) { return detail::write_fully(fd, bytes); });
 }
 
 }  // namespace rlflow

@@ -6,6 +6,8 @@
 /// status it can turn into an error. The child shares nothing with the parent afterwards:
 /// it writes its result to a pipe and ends with _exit, running no exit handlers.
 
+#include <rlflow/core/detail/fd_io.hpp>
+
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -14,6 +16,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <string>
+#include <string_view>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,16 +36,6 @@ struct IsolatedResult {
 };
 
 namespace detail {
-
-inline void write_all(int fd, const char* data, std::size_t size) {
-    while (size > 0) {
-        const ::ssize_t n = ::write(fd, data, size);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return;
-        data += n;
-        size -= static_cast<std::size_t>(n);
-    }
-}
 
 /// Reads `fd` to its end or until `deadline`; returns false on the deadline.
 inline bool read_until(int fd, std::string& out, std::chrono::steady_clock::time_point deadline) {
@@ -82,8 +75,8 @@ inline bool read_until(int fd, std::string& out, std::chrono::steady_clock::time
     } catch (...) {
         payload = "unknown exception";
     }
-    write_all(fd, &tag, 1);
-    write_all(fd, payload.data(), payload.size());
+    // A failed write leaves the parent a short or empty result, which it reports as a crash.
+    if (write_fully(fd, std::string_view(&tag, 1))) (void)write_fully(fd, payload);
     ::_exit(0);
 }
 
