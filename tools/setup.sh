@@ -4,7 +4,8 @@
 #   bash tools/setup.sh          build dependencies, and ONNX Runtime (Node.js, then npm
 #                                onnxruntime-node in tools/ort): the runtime `rlflow
 #                                optimize` prices ops in and checks its result in
-#   bash tools/setup.sh --test   also the ONNX conformance data (libonnx-testdata)
+#   bash tools/setup.sh --test   also what the tests use: the ONNX conformance data
+#                                (libonnx-testdata), matplotlib and pytest
 set -euo pipefail
 cd "$(dirname "$0")/.."
 with_tests=0
@@ -17,6 +18,7 @@ packages=(
   doctest-dev libbenchmark-dev
   libz3-dev libcli11-dev nlohmann-json3-dev
   coinor-libcbc-dev
+  pybind11-dev python3-dev python3-numpy
 )
 
 missing=()
@@ -24,8 +26,9 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ $with_tests -eq 1 ]; then
-  # The ONNX conformance data, and matplotlib for the figure scripts' tests.
-  for p in libonnx-testdata python3-matplotlib; do
+  # The ONNX conformance data, matplotlib for the figure scripts' tests, and pytest for
+  # the Python module's.
+  for p in libonnx-testdata python3-matplotlib python3-pytest; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
 fi

@@ -55,6 +55,9 @@ struct OptimizeOptions {
     double alpha = 1.05;
     double time_limit = 0;
     std::string rules = "default";
+    /// Rules given as a set (the Python module's rlflow.rules objects); when set, `rules`
+    /// only names them in the report.
+    std::shared_ptr<const rewrite::RuleSet> rule_set;
     std::string report;
     std::string cost_cache;
     int verify_trials = 3;
@@ -75,6 +78,8 @@ struct OptimizeOptions {
     search::EqsatOptions eqsat;
     std::string extract = search::ilp_available ? "ilp" : "greedy";
     std::string ilp_cycles = "filter";
+    /// Progress bar and the target line (off: silent, as the Python module runs by default).
+    bool progress = true;
 };
 
 /// The network backend agents train and run with.
@@ -164,11 +169,16 @@ search::SearchResult run_search(const OptimizeOptions& o, const Graph& g, std::s
     options.stop = &interrupted;
     options.keep_best = keep_best;
     const bool saturating = o.search == "eqsat";
-    ProgressBar bar(saturating ? "saturation" : "search", saturating ? o.eqsat.iteration_limit : o.budget);
-    options.on_progress = [&](const search::SearchProgress& p) {
-        bar.update(p.expansions, saturating ? "iteration " + std::to_string(p.expansions)
-                                            : "best " + format_ms(p.best_cost_ms) + " (" + format_ratio(p.initial_cost_ms / p.best_cost_ms) + ")");
-    };
+    std::optional<ProgressBar> bar;
+    if (o.progress) {
+        bar.emplace(saturating ? "saturation" : "search", saturating ? o.eqsat.iteration_limit : o.budget);
+        options.on_progress = [&](const search::SearchProgress& p) {
+            bar->update(p.expansions, saturating ? "iteration " + std::to_string(p.expansions)
+                                                 : "best " + format_ms(p.best_cost_ms) + " (" + format_ratio(p.initial_cost_ms / p.best_cost_ms) + ")");
+        };
+    }
+    // A Ctrl-C of an earlier search in this process (the Python module runs many) is spent.
+    interrupted.store(false);
     const auto previous = std::signal(SIGINT, [](int) { interrupted.store(true); });
     const bool agent = o.search == "mf" || o.search == "mb";
     search::SearchResult result = agent                  ? agent_search(o, g, *rules, model, options)
@@ -176,7 +186,7 @@ search::SearchResult run_search(const OptimizeOptions& o, const Graph& g, std::s
                                   : o.search == "greedy" ? search::greedy(g, rules, model, options)
                                                          : search::backtracking(g, rules, model, options);
     std::signal(SIGINT, previous);
-    bar.finish();
+    if (bar) bar->finish();
     return result;
 }
 
@@ -495,72 +505,92 @@ inline void write_model(const Outcome& written, const OptimizeOptions& o) {
     write_file_atomically(o.output, bytes);
 }
 
-/// Optimises, guards, verifies, writes. A failed verification writes nothing and exits 1.
+/// What optimize made of a graph: the graph to write (the input itself when no candidate
+/// is faster), the report, and how the written graph was checked against the input.
+struct OptimizedModel {
+    Outcome written;
+    nlohmann::json report;
+    Verification check;
+};
+
+/// Searches, guards and verifies; writes nothing. `input_file` is the ONNX file `original`
+/// was read from, if any: the guard times that very file as the input.
 template <cost::CostBackend Backend>
-void optimize_with(const OptimizeOptions& o, Backend backend, const std::string& target, bool cpu_target) {
+OptimizedModel optimize_graph(const OptimizeOptions& o, const Graph& original, const std::optional<std::filesystem::path>& input_file,
+                              Backend backend, const std::string& target, bool cpu_target) {
     const GuardSettings guard = guard_settings(o, cpu_target);
-    const Graph original = load_model(o.model, o.load);
-    const auto rules = load_rule_set(o.rules);
+    const auto rules = o.rule_set ? o.rule_set : load_rule_set(o.rules);
     cost::CostModel<Backend> model(std::move(backend));
     const auto cache = cost_cache_path(o.cost_cache, model.name());
     load_cost_cache(model, cache);
-    std::printf("target: %s; cost backend: %s; guard: %s\n", target.c_str(), model.name().c_str(),
-                guard.mode == "ort" ? ("ONNX Runtime, levels " + join(guard.levels, ", ")).c_str() : "off");
-    std::fflush(stdout);
+    if (o.progress) {
+        std::printf("target: %s; cost backend: %s; guard: %s\n", target.c_str(), model.name().c_str(),
+                    guard.mode == "ort" ? ("ONNX Runtime, levels " + join(guard.levels, ", ")).c_str() : "off");
+        std::fflush(stdout);
+    }
     std::optional<search::EqsatStats> eqsat;
     search::SearchResult result = run_search(o, original, rules, model, guard.mode == "ort" ? guard.candidates : 1, eqsat);
     save_cost_cache(model, cache, !o.cost_cache.empty());
     std::vector<Outcome> candidates = candidate_outcomes(result);
-    const GuardOutcome guarded = run_guard_for(model, original, candidates, guard, model_file(o));
+    const GuardOutcome guarded = run_guard_for(model, original, candidates, guard, input_file);
     Outcome written = candidates.empty() || guarded.decision == "input"
                           ? Outcome{original, result.initial_cost_ms, {}, {}, true}
                           : std::move(candidates[guarded.decision == "candidate" ? guarded.chosen : 0]);
-    const Verification check = written.is_input ? Verification{"none (the input is written)", true, 0, 0, ""}
-                                                : verify(original, written.graph, o);
+    Verification check = written.is_input ? Verification{"none (the input is written)", true, 0, 0, ""}
+                                          : verify(original, written.graph, o);
     nlohmann::json report = optimize_report(o, target, model.name(), original, result, written, check, eqsat);
     add_guard_report(report, guarded, guard);
-    if (!check.equal) {
-        std::fprintf(stderr, "error: the optimised graph differs from the original (%s); nothing written\n",
-                     check.detail.c_str());
-        throw CLI::RuntimeError(1);
-    }
-    write_model(written, o);
-    if (!o.report.empty()) write_file_atomically(o.report, report.dump(2) + "\n");
-    print_summary(report);
-    std::printf("wrote %s\n", o.output.c_str());
+    return {std::move(written), std::move(report), std::move(check)};
 }
 
 /// The CPU target's description.
 inline std::string cpu_target() { return "this machine's CPU (" + host_cpu_name() + ")"; }
 
-/// Runs optimize with the backend `o.cost` names for the target it implies.
-inline void dispatch_optimize(OptimizeOptions o) {
-    // Every path written is checked before minutes of search.
-    check_output_path(o.output, "--output");
-    check_output_path(o.report, "--report");
-    if (o.cost_cache != "none") check_output_path(o.cost_cache, "--cost-cache");
-    o.load.seed = o.seed;
+/// Optimises `original` with the backend `o.cost` names, for the target it implies.
+inline OptimizedModel optimize_model(const OptimizeOptions& o, const Graph& original,
+                                     const std::optional<std::filesystem::path>& input_file) {
     // An explicit device preset asks for the analytic roofline of that device.
     const std::string cost = o.cost != "auto" ? o.cost : o.device != "auto" ? "analytic" : automatic_cost_backend();
     const std::string device = o.device == "auto" ? automatic_device() : o.device;
-    if (cost == "cpu") return optimize_with(o, cost::CpuProfiler{}, cpu_target(), true);
+    if (cost == "cpu") return optimize_graph(o, original, input_file, cost::CpuProfiler{}, cpu_target(), true);
     if (cost == "ort") {
         cost::OrtBackendOptions ort;
         ort.settings = {o.ort_level, o.ort_threads};
         ort.seed = o.seed;
         ort.fused_conv_microsoft = o.save.fused_conv_microsoft;
-        return optimize_with(o, cost::OrtBackend(ort), cpu_target(), true);
+        return optimize_graph(o, original, input_file, cost::OrtBackend(ort), cpu_target(), true);
     }
     if (cost == "cudnn") {
 #if defined(RLFLOW_HAS_CUDA)
-        return optimize_with(o, cost::CudnnProfiler{0}, "GPU 0 (cuDNN/cuBLAS)", false);
+        return optimize_graph(o, original, input_file, cost::CudnnProfiler{0}, "GPU 0 (cuDNN/cuBLAS)", false);
 #else
         throw precondition_error("--cost cudnn needs rlflow built with CUDA (RLFLOW_ENABLE_CUDA) and a GPU");
 #endif
     }
     const bool on_cpu = device == "cpu";
-    optimize_with(o, cost::AnalyticBackend::preset(device),
-                  on_cpu ? cpu_target() : device + " (analytic preset)", on_cpu);
+    return optimize_graph(o, original, input_file, cost::AnalyticBackend::preset(device),
+                          on_cpu ? cpu_target() : device + " (analytic preset)", on_cpu);
+}
+
+/// `rlflow optimize`: loads, optimises, and writes the model and report. A failed
+/// verification writes nothing and exits 1.
+inline void optimize_command(OptimizeOptions o) {
+    // Every path written is checked before minutes of search.
+    check_output_path(o.output, "--output");
+    check_output_path(o.report, "--report");
+    if (o.cost_cache != "none") check_output_path(o.cost_cache, "--cost-cache");
+    o.load.seed = o.seed;
+    const Graph original = load_model(o.model, o.load);
+    const OptimizedModel optimized = optimize_model(o, original, model_file(o));
+    if (!optimized.check.equal) {
+        std::fprintf(stderr, "error: the optimised graph differs from the original (%s); nothing written\n",
+                     optimized.check.detail.c_str());
+        throw CLI::RuntimeError(1);
+    }
+    write_model(optimized.written, o);
+    if (!o.report.empty()) write_file_atomically(o.report, optimized.report.dump(2) + "\n");
+    print_summary(optimized.report);
+    std::printf("wrote %s\n", o.output.c_str());
 }
 
 inline void add_optimize_command(CLI::App& app) {
@@ -655,7 +685,7 @@ inline void add_optimize_command(CLI::App& app) {
         ->capture_default_str();
     cmd->add_flag("--fused-conv-ms", o->save.fused_conv_microsoft,
                   "write fused convolutions as com.microsoft.FusedConv (ONNX Runtime) instead of Conv + activation");
-    cmd->callback([o] { dispatch_optimize(*o); });
+    cmd->callback([o] { optimize_command(*o); });
 }
 
 }  // namespace rlflow::cli

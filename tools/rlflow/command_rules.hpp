@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -81,23 +82,31 @@ inline std::string proof_time_text(const RulesOptions& o, const synth::Generator
     return text;
 }
 
-inline void generate_command(RulesOptions o) {
+/// Enumerates, prunes and verifies rules with the options of `o`; a progress bar per
+/// stage when `progress`.
+inline synth::GeneratedRules generate_rule_set(RulesOptions o, bool progress) {
     synth::GeneratorSpace space = synth::default_generator_space();
     if (!o.ops.empty()) space = synth::restrict_ops(space, o.ops);
     o.generator.prove = !o.no_prove;
     if (!o.keep_builtin) o.generator.known_rules = std::make_shared<const rewrite::RuleSet>(rewrite::builtin_rules());
     std::unique_ptr<ProgressBar> bar;
     std::string stage;
-    o.generator.on_progress = [&](const synth::GeneratorProgress& p) {
-        if (stage != p.stage) {
-            if (bar) bar->finish();
-            stage = p.stage;
-            bar = std::make_unique<ProgressBar>(stage, p.total);
-        }
-        bar->update(p.done, "");
-    };
-    const synth::GeneratedRules generated = synth::generate_rules(space, o.generator);
+    if (progress)
+        o.generator.on_progress = [&](const synth::GeneratorProgress& p) {
+            if (stage != p.stage) {
+                if (bar) bar->finish();
+                stage = p.stage;
+                bar = std::make_unique<ProgressBar>(stage, p.total);
+            }
+            bar->update(p.done, "");
+        };
+    synth::GeneratedRules generated = synth::generate_rules(space, o.generator);
     if (bar) bar->finish();
+    return generated;
+}
+
+inline void generate_command(const RulesOptions& o) {
+    const synth::GeneratedRules generated = generate_rule_set(o, true);
     rewrite::save_rules(o.output, generated.rules);
     nlohmann::json j = generator_report_json(generated.report, o.generator);
     j["rejected_rules"] = generated.rejected.empty() ? "" : rewrite::to_text(generated.rejected);
@@ -116,29 +125,41 @@ inline void generate_command(RulesOptions o) {
     std::printf("wrote %zu rules to %s\n", generated.rules.size(), o.output.c_str());
 }
 
-inline void verify_command(const RulesOptions& o) {
-    std::vector<rewrite::Rule> rules = rewrite::load_rules(o.file);
+/// Checks every rule of `rules` (read from `source`) again, numerically on the generator's
+/// variable shapes and, unless `o.no_prove`, with Z3. Throws rule_error naming the first
+/// rule that fails, or whose variables are not generator variables.
+inline synth::GeneratorReport verify_rule_list(const std::vector<rewrite::Rule>& rules, const std::string& source,
+                                               const RulesOptions& o, bool progress) {
     const synth::GeneratorSpace space = synth::default_generator_space();
     for (const rewrite::Rule& rule : rules)
         for (const std::string& v : rule.variables)
             RLFLOW_EXPECTS(std::any_of(space.variables.begin(), space.variables.end(),
                                        [&](const synth::GeneratorVariable& g) { return g.name == v; }),
                            rule_error,
-                           o.file + ": rule '" + rule.name + "': variable '" + v
+                           source + ": rule '" + rule.name + "': variable '" + v
                                + "' is not a generator variable, so it has no shape to check the rule at");
     synth::GeneratorOptions options = o.generator;
     options.prove = !o.no_prove;
     synth::GeneratorReport report;
-    ProgressBar bar("verify", rules.size());
-    options.on_progress = [&](const synth::GeneratorProgress& p) { bar.update(p.done, ""); };
+    std::optional<ProgressBar> bar;
+    if (progress) {
+        bar.emplace("verify", rules.size());
+        options.on_progress = [&](const synth::GeneratorProgress& p) { bar->update(p.done, ""); };
+    }
     std::vector<rewrite::Rule> checked = rules;
     synth::detail::verify_rules(checked, space, options, report);
-    bar.finish();
+    if (bar) bar->finish();
     for (std::size_t i = 0; i < checked.size(); ++i)
         if (checked[i].verification == rewrite::Verification::rejected)
-            throw rule_error(o.file + ": rule #" + std::to_string(i) + " '" + checked[i].name
+            throw rule_error(source + ": rule #" + std::to_string(i) + " '" + checked[i].name
                              + "' fails verification (numeric check or Z3 counterexample)");
-    std::printf("%zu rules: %zu proved, %zu tested, 0 rejected (%s)\n", checked.size(), report.proved, report.tested,
+    return report;
+}
+
+inline void verify_command(const RulesOptions& o) {
+    const std::vector<rewrite::Rule> rules = rewrite::load_rules(o.file);
+    const synth::GeneratorReport report = verify_rule_list(rules, o.file, o, true);
+    std::printf("%zu rules: %zu proved, %zu tested, 0 rejected (%s)\n", rules.size(), report.proved, report.tested,
                 proof_time_text(o, report).c_str());
 }
 

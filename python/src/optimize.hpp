@@ -1,0 +1,104 @@
+#pragma once
+// rlflow.optimize: the search, the ONNX Runtime guard and the verification of
+// `rlflow optimize`, on a Graph, with the GIL released; Ctrl-C stops the search with the
+// best graph so far.
+
+#include "common.hpp"
+#include "graph.hpp"
+#include "rules.hpp"
+
+#include "rlflow/command_optimize.hpp"
+
+namespace rlflow::python {
+
+/// The keyword arguments of optimize() that are not OptimizeOptions fields of the same
+/// type.
+struct OptimizeArguments {
+    py::object model;
+    py::object rules;
+    std::optional<std::string> agent;
+};
+
+/// OptimizeOptions from the arguments, each checked as the command line checks its flag.
+inline cli::OptimizeOptions optimize_options(const OptimizeArguments& a, cli::OptimizeOptions o) {
+    expect_one_of("search", o.search, {"greedy", "taso", "eqsat", "mf", "mb"});
+    expect_one_of("cost", o.cost, {"auto", "analytic", "cpu", "ort", "cudnn"});
+    expect_one_of("guard", o.guard, {"auto", "ort", "none"});
+    expect_one_of("ort_level", o.ort_level, {"disabled", "basic", "extended", "all"});
+    std::set<std::string> devices{"auto"};
+    for (const cost::DeviceSpec& d : cost::device_presets) devices.emplace(d.name);
+    expect_one_of("device", o.device, devices);
+    RLFLOW_EXPECTS(o.budget > 0, precondition_error, "budget must be positive");
+    RLFLOW_EXPECTS(o.alpha > 0, precondition_error, "alpha must be positive");
+    RLFLOW_EXPECTS(o.time_limit >= 0, precondition_error, "time_limit must be 0 (none) or positive seconds");
+    RLFLOW_EXPECTS(o.verify_trials > 0, precondition_error, "verify_trials must be positive");
+    if (a.agent) o.agent = *a.agent;
+    if (!a.rules.is_none()) {
+        if (py::isinstance<PyRules>(a.rules)) {
+            const PyRules& given = a.rules.cast<const PyRules&>();
+            o.rule_set = given.set;
+            o.rules = given.source;
+        } else {
+            o.rules = py::str(a.rules);
+        }
+    }
+    return o;
+}
+
+/// Optimises `model` (a Graph, or what load() takes); returns (graph, report).
+inline py::tuple optimize(const OptimizeArguments& a, const cli::OptimizeOptions& given) {
+    const PyGraph input = py::isinstance<PyGraph>(a.model) ? a.model.cast<const PyGraph&>() : load_graph(a.model, {});
+    cli::OptimizeOptions o = optimize_options(a, given);
+    o.model = input.source;
+    o.load.seed = o.seed;
+    cli::OptimizedModel result;
+    {
+        const py::gil_scoped_release unlocked;
+        result = cli::optimize_model(o, input.graph, input.file);
+    }
+    if (!result.check.equal)
+        throw verification_error("the optimised graph differs from the original (" + result.check.detail + ")");
+    PyGraph out = result.written.is_input ? input
+                                          : PyGraph{std::move(result.written.graph), input.source + " (optimised)", std::nullopt};
+    return py::make_tuple(std::move(out), to_python(result.report));
+}
+
+inline void bind_optimize(py::module_& m) {
+    const cli::OptimizeOptions d;
+    m.def("optimize",
+          [](const py::object& model, const std::string& search, const std::string& cost, std::size_t budget,
+             const std::optional<std::string>& agent, const py::object& rules, const std::string& device,
+             const std::string& guard, double alpha, double time_limit, std::uint64_t seed, int verify_trials,
+             const std::string& ort_level, int ort_threads, std::size_t samples, bool progress) {
+              cli::OptimizeOptions o;
+              o.search = search;
+              o.cost = cost;
+              o.budget = budget;
+              o.device = device;
+              o.guard = guard;
+              o.alpha = alpha;
+              o.time_limit = time_limit;
+              o.seed = seed;
+              o.verify_trials = verify_trials;
+              o.ort_level = ort_level;
+              o.ort_threads = ort_threads;
+              o.samples = samples;
+              o.progress = progress;
+              return optimize({model, rules, agent}, o);
+          },
+          py::arg("model"), py::arg("search") = d.search, py::arg("cost") = d.cost, py::arg("budget") = d.budget,
+          py::arg("agent") = py::none(), py::kw_only(), py::arg("rules") = py::none(), py::arg("device") = d.device,
+          py::arg("guard") = d.guard, py::arg("alpha") = d.alpha, py::arg("time_limit") = d.time_limit,
+          py::arg("seed") = d.seed, py::arg("verify_trials") = d.verify_trials, py::arg("ort_level") = d.ort_level,
+          py::arg("ort_threads") = d.ort_threads, py::arg("samples") = d.samples, py::arg("progress") = false,
+          R"(Rewrites `model` (a Graph, a path, 'zoo:NAME' or ONNX bytes) into a cheaper equivalent graph.
+
+As `rlflow optimize`: `search` is greedy, taso, eqsat, mf or mb (mf/mb roll out the agent in the
+directory `agent`); `cost` is auto, analytic, cpu, ort or cudnn; `budget` bounds the search. The best
+candidates are timed against the input in ONNX Runtime (`guard`), and the input is returned unchanged
+unless one is faster. The result is checked against the input on random inputs; a mismatch raises
+rlflow.VerificationError. The GIL is released while it works, and Ctrl-C stops the search with the
+best graph so far. Returns (graph, report dict).)");
+}
+
+}  // namespace rlflow::python

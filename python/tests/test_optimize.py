@@ -1,0 +1,132 @@
+"""rlflow.optimize: the result is equivalent, saved and reloaded; the GIL is released; Ctrl-C keeps the best graph."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import rlflow
+from conftest import SOURCE_DIR
+
+# The reference executor runs both graphs; rewrites reassociate float sums (fused
+# convolutions, merged matmuls), so outputs agree within a tolerance, not bit for bit.
+RTOL, ATOL = 1e-4, 1e-4
+
+
+def fast_search(model, **kwargs):
+    """A short greedy search under the analytic CPU roofline, without the ORT guard."""
+    return rlflow.optimize(model, search="greedy", cost="analytic", guard="none", **kwargs)
+
+
+def test_optimise_save_reload_gives_equal_outputs(squeezenet_file, tmp_path):
+    g = rlflow.load(squeezenet_file)
+    o, report = fast_search(g)
+    assert report["written"] == "optimised" and report["verified"]
+    assert report["cost_after_ms"] < report["cost_before_ms"]
+    assert report["model"] == str(squeezenet_file)
+    assert sum(report["rewrites_applied"].values()) == len(report["rewrite_sequence"]) > 0
+    path = tmp_path / "o.onnx"
+    o.save(path)
+    again = rlflow.load(path)
+    # Fused convolutions are written as Conv + activation, so the file has more op nodes
+    # than the graph in memory, and fewer than the input.
+    assert o.info()["op_nodes"] <= again.info()["op_nodes"] < g.info()["op_nodes"]
+    want, got = g.run(seed=11), again.run(seed=11)
+    for name in g.outputs:
+        np.testing.assert_allclose(got[name], want[name], rtol=RTOL, atol=ATOL)
+
+
+def test_onnxruntime_node_runs_the_saved_files_alike(squeezenet_file, tmp_path):
+    """ONNX Runtime (the npm package tools/setup.sh installs) as the independent oracle."""
+    ort_dir = SOURCE_DIR / "tools" / "ort"
+    if shutil.which("node") is None or not (ort_dir / "node_modules" / "onnxruntime-node").is_dir():
+        pytest.skip("needs Node.js and onnxruntime-node in tools/ort (bash tools/setup.sh)")
+    o, _ = fast_search(rlflow.load(squeezenet_file))
+    o.save(tmp_path / "o.onnx")
+    line = subprocess.run(["node", str(ort_dir / "compare.js"), str(squeezenet_file), str(tmp_path / "o.onnx"), "--runs", "1"],
+                          check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    result = json.loads(line)
+    assert result["outputs"] == 1 and result["max_rel_diff"] < RTOL
+
+
+def test_onnxruntime_runs_the_optimised_bytes_alike(squeezenet_file):
+    ort = pytest.importorskip("onnxruntime", reason="needs ONNX Runtime's Python package")
+    g = rlflow.load(squeezenet_file)
+    o, _ = fast_search(g)
+    feeds = g.random_inputs(seed=11)
+    before = ort.InferenceSession(str(squeezenet_file)).run(None, feeds)
+    after = ort.InferenceSession(o.to_bytes()).run(None, feeds)
+    for x, y in zip(before, after):
+        np.testing.assert_allclose(y, x, rtol=RTOL, atol=ATOL)
+
+
+def test_optimise_takes_a_path_and_rules(squeezenet_file):
+    builtin = rlflow.rules.load("builtin")
+    o, report = fast_search(str(squeezenet_file), rules=builtin, budget=5)
+    assert report["verified"] and len(report["rewrite_sequence"]) <= 5
+    assert set(report["rewrites_applied"]) <= set(builtin.names)
+
+
+def test_the_input_comes_back_when_nothing_is_cheaper(squeezenet_file, data_dir):
+    g = rlflow.load(squeezenet_file)
+    # Matrix rules (MatMul, Transpose): none matches SqueezeNet's convolutions.
+    matrix_rules = rlflow.rules.load(data_dir / "rules" / "matrix_k2.rules")
+    o, report = fast_search(g, rules=matrix_rules)
+    assert report["written"] == "input" and report["rewrites"] == {}
+    assert o.num_nodes == g.num_nodes and o.source == g.source
+
+
+def test_a_second_thread_runs_while_optimize_works():
+    ticks, done = [], threading.Event()
+
+    def count():
+        while not done.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.001)
+
+    g = rlflow.zoo("inception_v3")
+    worker = threading.Thread(target=count)
+    worker.start()
+    while not ticks:
+        time.sleep(0.001)
+    start = time.perf_counter()
+    try:
+        rlflow.optimize(g, search="taso", cost="analytic", guard="none", budget=60)
+        end = time.perf_counter()
+    finally:
+        done.set()
+        worker.join()
+    # Were the GIL held through the call, the counter could not tick inside it (at most
+    # once, before the call takes the GIL): its ticks would wait for the return.
+    during = [t for t in ticks if start < t < end]
+    assert len(during) >= 20, f"{len(during)} ticks in {end - start:.2f} s"
+
+
+def test_ctrl_c_stops_the_search_with_the_best_graph_so_far():
+    g = rlflow.zoo("inception_v3")
+    seen, done = [], threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda *_: seen.append("python"))
+
+    def press_ctrl_c():
+        # Again and again until the search returns: a press that lands before the search
+        # has taken over SIGINT goes to the Python handler above, and is only recorded.
+        while not done.wait(0.5):
+            os.kill(os.getpid(), signal.SIGINT)
+
+    presser = threading.Thread(target=press_ctrl_c)
+    presser.start()
+    try:
+        o, report = rlflow.optimize(g, search="taso", cost="analytic", guard="none", budget=1_000_000)
+    finally:
+        done.set()
+        presser.join()
+        signal.signal(signal.SIGINT, previous)
+    assert report["stop_reason"] == "interrupted"
+    assert report["verified"] and report["cost_after_ms"] <= report["cost_before_ms"]
+    assert report["expansions"] < 1_000_000
