@@ -5,7 +5,7 @@
 #                                onnxruntime-node in tools/ort): the runtime `rlflow
 #                                optimize` prices ops in and checks its result in
 #   bash tools/setup.sh --test   also what the tests use: the ONNX conformance data
-#                                (libonnx-testdata), matplotlib and pytest
+#                                (libonnx-testdata), matplotlib, pytest and Open MPI
 set -euo pipefail
 cd "$(dirname "$0")/.."
 with_tests=0
@@ -26,9 +26,9 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ $with_tests -eq 1 ]; then
-  # The ONNX conformance data, matplotlib for the figure scripts' tests, and pytest for
-  # the Python module's.
-  for p in libonnx-testdata python3-matplotlib python3-pytest; do
+  # The ONNX conformance data, matplotlib for the figure scripts' tests, pytest for the
+  # Python module's, and Open MPI for the tests on 2 ranks.
+  for p in libonnx-testdata python3-matplotlib python3-pytest mpi-default-dev mpi-default-bin; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
 fi
