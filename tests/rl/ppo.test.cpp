@@ -12,6 +12,7 @@
 #include <rlflow/rl/rollout.hpp>
 #include <rlflow/rl/trainer.hpp>
 
+#include "parameter_gaps.hpp"
 #include "small_graphs.hpp"
 
 #include <doctest/doctest.h>
@@ -287,16 +288,10 @@ TEST_CASE("a minibatch's gradient split over shards adds up to its whole gradien
     const auto pa = whole.parameters(), pb = split.parameters();
     REQUIRE(pa.size() == pb.size());
     // Each gradient equal within 1e-4 of the largest gradient element.
-    double largest = 0;
-    for (const auto* p : pa)
-        for (const float g : p->grad.to_host()) largest = std::max(largest, static_cast<double>(std::abs(g)));
+    const double largest = test::largest_entry(pa, test::Field::grad);
     CHECK(largest > 1e-4);  // the gradients compared are not all zero
-    for (std::size_t p = 0; p < pa.size(); ++p) {
-        const auto ga = pa[p]->grad.to_host(), gb = pb[p]->grad.to_host();
-        double gap = 0;
-        for (std::size_t i = 0; i < ga.size(); ++i) gap = std::max(gap, static_cast<double>(std::abs(ga[i] - gb[i])));
-        CHECK_MESSAGE(gap <= 1e-4 * largest, pa[p]->name);
-    }
+    for (std::size_t p = 0; p < pa.size(); ++p)
+        CHECK_MESSAGE(test::largest_gap(*pa[p], *pb[p], test::Field::grad) <= 1e-4 * largest, pa[p]->name);
 }
 
 TEST_CASE("training computes the same on one thread and on two") {

@@ -8,14 +8,17 @@
 /// learning-rate schedule (nn::Adam's), and values bootstrapped at truncation (gae.hpp).
 /// Adam refuses non-finite gradients or weights (nn's NaN guard) and changes nothing then.
 
+#include <rlflow/core/communicator.hpp>
 #include <rlflow/core/error.hpp>
 #include <rlflow/core/parallel.hpp>
 #include <rlflow/core/random.hpp>
+#include <rlflow/nn/distributed.hpp>
 #include <rlflow/nn/optim.hpp>
 #include <rlflow/rl/gae.hpp>
 #include <rlflow/rl/policy.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <concepts>
 #include <cstddef>
@@ -277,62 +280,125 @@ template <class Obs>
     return f;
 }
 
-/// One PPO update of `policy` from `segments`, its minibatch gradients computed on `pool`'s
-/// threads (none: on this one; the result is the same for any number).
-template <nn::TensorBackend B, PpoPolicy<B> Policy>
-UpdateStats ppo_update(Policy& policy, nn::Adam<B>& adam, std::span<const BasicRolloutSegment<typename Policy::Input>> segments,
-                       const PpoOptions& options, Rng& rng, ThreadPool* pool = nullptr) {
+namespace detail {
+
+/// The mean and the (population) standard deviation of `v` joined over the ranks of
+/// `comm`, in two passes as mean_and_sd (which it equals, bit for bit, on one process).
+template <Communicator C>
+[[nodiscard]] MeanSd global_mean_and_sd(C& comm, std::span<const double> v) {
+    std::array<double, 2> sum_count{std::accumulate(v.begin(), v.end(), 0.0), static_cast<double>(v.size())};
+    comm.all_reduce_sum(std::span<double>(sum_count));
+    if (sum_count[1] == 0) return {};
+    const double mean = sum_count[0] / sum_count[1];
+    std::array<double, 1> deviations{0};
+    for (const double x : v) deviations[0] += (x - mean) * (x - mean);
+    comm.all_reduce_sum(std::span<double>(deviations));
+    return {mean, std::sqrt(deviations[0] / sum_count[1])};
+}
+
+/// Throws precondition_error unless every rank of `comm` holds `n` samples: the ranks
+/// take minibatches in step, so each needs as many.
+template <Communicator C>
+void expect_equal_shares(C& comm, std::size_t n) {
+    std::array<double, 2> moments{static_cast<double>(n), static_cast<double>(n) * static_cast<double>(n)};
+    comm.all_reduce_sum(std::span<double>(moments));
+    const double ranks = comm.size(), mean = moments[0] / ranks;
+    RLFLOW_EXPECTS(moments[1] / ranks == mean * mean, precondition_error,
+                   "ppo_update: the ranks hold different numbers of steps (rank " + std::to_string(comm.rank()) + ": "
+                       + std::to_string(n) + "); every rank must collect as many");
+}
+
+/// The minibatch of `flat` at positions [start, end) of `order`.
+template <class Obs>
+[[nodiscard]] BasicMinibatch<Obs> gather_minibatch(const FlatRollout<Obs>& flat, std::span<const std::size_t> order, std::size_t start,
+                                                   std::size_t end) {
+    BasicMinibatch<Obs> mb;
+    for (std::size_t i = start; i < end; ++i) {
+        mb.observations.push_back(flat.observations[order[i]]);
+        mb.actions.push_back(flat.actions[order[i]]);
+        mb.advantages.push_back(flat.advantages[order[i]]);
+        mb.old_log_probs.push_back(flat.old_log_probs[order[i]]);
+        mb.returns.push_back(flat.returns[order[i]]);
+    }
+    return mb;
+}
+
+/// 1 - Var(returns - values) / Var(returns) over every rank's steps.
+template <class Obs, Communicator C>
+[[nodiscard]] double explained_variance(C& comm, const FlatRollout<Obs>& flat) {
+    std::vector<double> residual(flat.returns.size());
+    for (std::size_t i = 0; i < residual.size(); ++i) residual[i] = flat.returns[i] - flat.values[i];
+    const double sd_returns = global_mean_and_sd(comm, flat.returns).sd;
+    const double sd_residual = global_mean_and_sd(comm, residual).sd;
+    return sd_returns > 0 ? 1 - (sd_residual * sd_residual) / (sd_returns * sd_returns) : 0;
+}
+
+/// `sums` and `samples` added over the ranks (the log-prob gap stays this rank's).
+template <Communicator C>
+void all_reduce_sums(C& comm, MinibatchSums& sums, std::size_t& samples) {
+    std::array<double, 6> v{sums.kl, sums.clipped, sums.policy_loss, sums.value_loss, sums.entropy, static_cast<double>(samples)};
+    comm.all_reduce_sum(std::span<double>(v));
+    sums.kl = v[0];
+    sums.clipped = v[1];
+    sums.policy_loss = v[2];
+    sums.value_loss = v[3];
+    sums.entropy = v[4];
+    samples = static_cast<std::size_t>(v[5]);
+}
+
+}  // namespace detail
+
+/// One data-parallel PPO update over the ranks of `comm` (SPEC, "Scale-out"): each rank
+/// holds its own `segments` (as many steps on every rank) and takes minibatches of
+/// ceil(minibatch_size / ranks) of them in step with the others. Advantages are normalised
+/// over the whole minibatch of all ranks, the gradients averaged over the ranks before
+/// each step (nn::all_reduce_mean_gradients), and the KL that stops the epochs is all
+/// ranks', so ranks that start equal stay equal. The update is a single process's update
+/// of the same minibatches; on one process (SingleProcess) it is ppo_update exactly.
+template <nn::TensorBackend B, PpoPolicy<B> Policy, Communicator C>
+UpdateStats ppo_update_over(C& comm, Policy& policy, nn::Adam<B>& adam,
+                            std::span<const BasicRolloutSegment<typename Policy::Input>> segments, const PpoOptions& options,
+                            Rng& rng, ThreadPool* pool = nullptr) {
     using Input = typename Policy::Input;
     const FlatRollout<Input> flat = flatten(segments, options);
     const std::size_t n = flat.actions.size();
     RLFLOW_EXPECTS(n > 0 && options.minibatch_size > 0 && options.epochs > 0, precondition_error,
                    "ppo_update needs steps, a minibatch size and epochs");
+    detail::expect_equal_shares(comm, n);
+    const auto ranks = static_cast<std::size_t>(comm.size());
+    const std::size_t local_minibatch = (options.minibatch_size + ranks - 1) / ranks;
     UpdateStats stats;
-    {
-        std::vector<double> residual(n);
-        for (std::size_t i = 0; i < n; ++i) residual[i] = flat.returns[i] - flat.values[i];
-        const double sd_returns = detail::mean_and_sd(flat.returns).sd;
-        const double sd_residual = detail::mean_and_sd(residual).sd;
-        stats.explained_variance = sd_returns > 0 ? 1 - (sd_residual * sd_residual) / (sd_returns * sd_returns) : 0;
-    }
+    stats.explained_variance = detail::explained_variance(comm, flat);
     ShardedGradient<B, Policy> gradient(policy, options.gradient_shards);
+    const std::vector<nn::Parameter<B>*> params = policy.parameters();
     std::vector<std::size_t> order(n);
     std::iota(order.begin(), order.end(), std::size_t{0});
     MinibatchSums total;
     std::size_t counted = 0;
-    bool first = true;
     for (int epoch = 0; epoch < options.epochs; ++epoch) {
         // A seeded Fisher-Yates shuffle: the same on every platform.
         for (std::size_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng.next() % i]);
-        double epoch_kl = 0;
+        MinibatchSums epoch_sums;
         std::size_t epoch_samples = 0;
-        for (std::size_t start = 0; start < n; start += options.minibatch_size) {
-            const std::size_t end = std::min(n, start + options.minibatch_size);
-            BasicMinibatch<Input> mb;
-            for (std::size_t i = start; i < end; ++i) {
-                mb.observations.push_back(flat.observations[order[i]]);
-                mb.actions.push_back(flat.actions[order[i]]);
-                mb.advantages.push_back(flat.advantages[order[i]]);
-                mb.old_log_probs.push_back(flat.old_log_probs[order[i]]);
-                mb.returns.push_back(flat.returns[order[i]]);
-            }
-            if (options.normalize_advantages && mb.size() > 1) {
-                const detail::MeanSd a = detail::mean_and_sd(mb.advantages);
+        for (std::size_t start = 0; start < n; start += local_minibatch) {
+            BasicMinibatch<Input> mb = detail::gather_minibatch(flat, order, start, std::min(n, start + local_minibatch));
+            if (options.normalize_advantages && mb.size() * ranks > 1) {
+                const detail::MeanSd a = detail::global_mean_and_sd(comm, mb.advantages);
                 for (double& x : mb.advantages) x = (x - a.mean) / (a.sd + 1e-8);
             }
             adam.zero_grad();
             const MinibatchSums sums = gradient.add(mb, options, pool);
+            if (ranks > 1) nn::all_reduce_mean_gradients<B>(comm, params, static_cast<double>(mb.size()));
             adam.step(options.max_grad_norm);
-            ++stats.gradient_steps;
-            if (first) stats.first_log_prob_gap = sums.log_prob_gap;
-            first = false;
-            total += sums;
-            counted += mb.size();
-            epoch_kl += sums.kl;
+            if (stats.gradient_steps++ == 0) stats.first_log_prob_gap = sums.log_prob_gap;
+            epoch_sums += sums;
             epoch_samples += mb.size();
         }
+        detail::all_reduce_sums(comm, epoch_sums, epoch_samples);
+        total += epoch_sums;
+        counted += epoch_samples;
         stats.epochs = epoch + 1;
-        if (epoch_kl / static_cast<double>(epoch_samples) > options.target_kl) break;
+        if (epoch_sums.kl / static_cast<double>(epoch_samples) > options.target_kl) break;
     }
     const auto per_sample = [&](double sum) { return sum / static_cast<double>(counted); };
     stats.policy_loss = per_sample(total.policy_loss);
@@ -341,6 +407,15 @@ UpdateStats ppo_update(Policy& policy, nn::Adam<B>& adam, std::span<const BasicR
     stats.approx_kl = per_sample(total.kl);
     stats.clip_fraction = per_sample(total.clipped);
     return stats;
+}
+
+/// One PPO update of `policy` from `segments`, its minibatch gradients computed on `pool`'s
+/// threads (none: on this one; the result is the same for any number).
+template <nn::TensorBackend B, PpoPolicy<B> Policy>
+UpdateStats ppo_update(Policy& policy, nn::Adam<B>& adam, std::span<const BasicRolloutSegment<typename Policy::Input>> segments,
+                       const PpoOptions& options, Rng& rng, ThreadPool* pool = nullptr) {
+    SingleProcess one;
+    return ppo_update_over<B>(one, policy, adam, segments, options, rng, pool);
 }
 
 }  // namespace rlflow::rl

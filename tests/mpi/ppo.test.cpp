@@ -1,0 +1,82 @@
+// Data-parallel PPO on the ranks mpiexec started: one update with each rank holding its
+// share of a rollout equals one single-process update of the whole rollout.
+
+#include <doctest/doctest.h>
+
+#include <rlflow/core/mpi_communicator.hpp>
+#include <rlflow/cost/analytic.hpp>
+#include <rlflow/nn/backend/eigen.hpp>
+#include <rlflow/rl/policy.hpp>
+#include <rlflow/rl/ppo.hpp>
+#include <rlflow/rl/rollout.hpp>
+
+#include "../rl/parameter_gaps.hpp"
+#include "../rl/small_graphs.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <span>
+#include <vector>
+
+using namespace rlflow;
+using Float = nn::backend::Eigen;
+
+TEST_CASE("one update with each rank holding 1/K of the rollout equals one update of it all on one process") {
+    MpiCommunicator comm;
+    const auto ranks = static_cast<std::size_t>(comm.size());
+    auto model = cost::CostModel<cost::AnalyticBackend>{cost::AnalyticBackend::preset("cpu")};
+    rl::EnvOptions env_options;
+    env_options.step_limit = 4;
+    // One environment per rank: every rank collects the same rollout, one segment each.
+    rl::EnvironmentSet<cost::AnalyticBackend> envs({test::two_branches()}, test::builtin(), model, env_options, ranks);
+    const auto xfers = static_cast<std::uint32_t>(test::builtin()->size());
+    const auto locations = static_cast<std::uint32_t>(env_options.max_locations);
+    rl::ActorCritic<Float> alone(xfers, locations, {.seed = 6});
+    rl::ActorCritic<Float> shared(xfers, locations, {.seed = 6});
+    Rng collect_rng(8);
+    std::vector<rl::EpisodeRecord> episodes;
+    const std::vector<rl::RolloutSegment> segments = envs.collect(alone, 6, collect_rng, episodes);
+    REQUIRE(segments.size() == ranks);
+
+    rl::PpoOptions options;
+    options.epochs = 2;  // each epoch one minibatch of everything: the shuffle only reorders sums
+    options.minibatch_size = 6 * ranks;
+    options.target_kl = 1e9;
+    nn::Adam<Float> adam_alone(alone.parameters(), {});
+    nn::Adam<Float> adam_shared(shared.parameters(), {});
+    Rng rng_alone(3), rng_shared(3);
+    const rl::UpdateStats a = rl::ppo_update(alone, adam_alone, std::span<const rl::RolloutSegment>(segments), options, rng_alone);
+    const rl::UpdateStats b = rl::ppo_update_over<Float>(comm, shared, adam_shared,
+                                                         std::span<const rl::RolloutSegment>(segments).subspan(static_cast<std::size_t>(comm.rank()), 1),
+                                                         options, rng_shared);
+    CHECK(b.gradient_steps == a.gradient_steps);
+    CHECK(b.epochs == a.epochs);
+    // Float32 sums in another order and grouping: the statistics within a relative 1e-4,
+    // the weights within 1e-5 of the largest weight.
+    CHECK(b.policy_loss == doctest::Approx(a.policy_loss).epsilon(1e-4));
+    CHECK(b.value_loss == doctest::Approx(a.value_loss).epsilon(1e-4));
+    CHECK(b.entropy == doctest::Approx(a.entropy).epsilon(1e-4));
+    CHECK(b.explained_variance == doctest::Approx(a.explained_variance).epsilon(1e-9));
+    const auto pa = alone.parameters(), pb = shared.parameters();
+    rl::ActorCritic<Float> start(xfers, locations, {.seed = 6});
+    CHECK(test::largest_gap(pa, start.parameters(), test::Field::value) > 1e-5);  // the update moved the weights
+    const double largest = test::largest_entry(pa, test::Field::value);
+    for (std::size_t p = 0; p < pa.size(); ++p)
+        CHECK_MESSAGE(test::largest_gap(*pa[p], *pb[p], test::Field::value) <= 1e-5 * largest, pa[p]->name);
+}
+
+TEST_CASE("ranks with different numbers of steps are refused by name") {
+    MpiCommunicator comm;
+    auto model = cost::CostModel<cost::AnalyticBackend>{cost::AnalyticBackend::preset("cpu")};
+    rl::EnvOptions env_options;
+    env_options.step_limit = 4;
+    rl::EnvironmentSet<cost::AnalyticBackend> envs({test::two_branches()}, test::builtin(), model, env_options, 1);
+    rl::ActorCritic<Float> policy(static_cast<std::uint32_t>(test::builtin()->size()),
+                                  static_cast<std::uint32_t>(env_options.max_locations), {.seed = 1});
+    Rng rng(2);
+    std::vector<rl::EpisodeRecord> episodes;
+    const std::vector<rl::RolloutSegment> segments = envs.collect(policy, 3 + static_cast<std::size_t>(comm.rank()), rng, episodes);
+    nn::Adam<Float> adam(policy.parameters(), {});
+    CHECK_THROWS_WITH_AS(rl::ppo_update_over<Float>(comm, policy, adam, std::span<const rl::RolloutSegment>(segments), {}, rng),
+                         doctest::Contains("different numbers of steps"), precondition_error);
+}
