@@ -50,7 +50,6 @@ inline py::tuple optimize(const OptimizeArguments& a, const cli::OptimizeOptions
     const PyGraph input = py::isinstance<PyGraph>(a.model) ? a.model.cast<const PyGraph&>() : load_graph(a.model, {});
     cli::OptimizeOptions o = optimize_options(a, given);
     o.model = input.source;
-    o.load.seed = o.seed;
     cli::OptimizedModel result;
     {
         const py::gil_scoped_release unlocked;
