@@ -36,7 +36,7 @@ std::vector<nlohmann::json> log_without_seconds(const std::string& agent) {
     std::vector<nlohmann::json> lines;
     for (std::string line; std::getline(log, line);) {
         nlohmann::json j = nlohmann::json::parse(line);
-        j.erase("seconds");
+        for (const char* timing : {"seconds", "rollout_seconds", "update_seconds"}) j.erase(timing);
         lines.push_back(std::move(j));
     }
     return lines;
@@ -118,7 +118,8 @@ TEST_CASE("train writes an agent and a log line per update, and a resumed run eq
         CHECK(j["update"] == i + 1);
         CHECK(j["env_steps"] == 32 * (i + 1));
         for (const char* key : {"episodes", "mean_return", "entropy", "approx_kl", "clip_fraction", "value_loss",
-                                "explained_variance", "seconds", "final_cost_ratio", "best_cost_ratio"})
+                                "explained_variance", "seconds", "rollout_seconds", "update_seconds", "final_cost_ratio",
+                                "best_cost_ratio", "ranks"})
             CHECK_MESSAGE(j.contains(key), key);
         CHECK(j["entropy"].get<double>() > 0);
         CHECK(j["best_cost_ratio"].contains("zoo:resnet18"));

@@ -6,7 +6,8 @@
 // bold). Zoo graphs are written once per seed to DIR/inputs, so that every method of a seed
 // optimises, and ONNX Runtime times, the same weights. Interrupted or not, finished cells
 // are kept; running the same command again does the rest, and times the kept cells at ORT
-// levels they were not timed at.
+// levels they were not timed at. Under `mpirun -np K`, the ranks take the cells in turn and
+// rank 0 writes the results (the same as one process's, but for timings).
 //
 // Agents: for mf and mb, each graph uses the agents of that kind that trained on it (the
 // seeds take them in turn); a graph no agent of that kind trained on uses all of them:
@@ -17,6 +18,7 @@
 #include "model_source.hpp"
 #include "output_paths.hpp"
 #include "progress.hpp"
+#include "ranks.hpp"
 
 #include <rlflow/rl/agent_file.hpp>
 #include <rlflow/rl/mb_agent_file.hpp>
@@ -25,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cctype>
 #include <cmath>
@@ -35,6 +38,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -286,22 +290,40 @@ inline std::vector<EvalAgent> check_eval(const EvalOptions& o) {
     return agents;
 }
 
+/// Every rank's (cell index, record) pairs, at rank 0, in cell order: the records one
+/// process keeps, in its order. The other ranks get none.
+inline std::vector<nlohmann::json> records_at_root(Ranks& ranks, const std::vector<std::pair<std::size_t, nlohmann::json>>& mine) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& [cell, record] : mine) list.push_back({{"cell", cell}, {"record", record}});
+    std::vector<std::pair<std::size_t, nlohmann::json>> all;
+    for (const std::string& part : ranks.comm().gather_bytes(list.dump(), 0))
+        for (nlohmann::json& entry : nlohmann::json::parse(part)) all.emplace_back(entry["cell"].get<std::size_t>(), std::move(entry["record"]));
+    std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<nlohmann::json> records;
+    for (auto& entry : all) records.push_back(std::move(entry.second));
+    return records;
+}
+
+/// Runs the cells (under mpirun, rank r takes cells r, r + K, ...; each writes its own
+/// cells' records) and, on rank 0, writes the results of all of them.
 inline void dispatch_eval(const EvalOptions& o) {
+    Ranks ranks;
     const std::vector<EvalAgent> agents = check_eval(o);
     std::vector<EvalCell> cells = eval_cells(o, agents);
     std::unique_ptr<cost::OrtWorker> worker = o.ort ? std::make_unique<cost::OrtWorker>() : nullptr;
-    std::vector<nlohmann::json> records;
+    std::vector<std::pair<std::size_t, nlohmann::json>> mine;
     std::size_t resumed = 0;
-    ProgressBar bar("eval", cells.size());
+    ProgressBar bar("eval", cells.size(), ranks.root());
     const auto previous = std::signal(SIGINT, [](int) { eval_interrupted.store(true); });
-    for (std::size_t k = 0; k < cells.size() && !eval_interrupted.load(); ++k) {
+    const auto step = static_cast<std::size_t>(ranks.size());
+    for (auto k = static_cast<std::size_t>(ranks.rank()); k < cells.size() && !eval_interrupted.load(); k += step) {
         EvalCell& c = cells[k];
         bar.update(k, c.slug + " " + c.method + " seed " + std::to_string(c.seed));
         if (std::filesystem::exists(c.record())) {
             std::ifstream in(c.record());
             nlohmann::json kept = nlohmann::json::parse(in);
             if (worker && add_ort_timings(o, *worker, kept)) write_file_atomically(c.record(), kept.dump(2) + "\n");
-            records.push_back(std::move(kept));
+            mine.emplace_back(k, std::move(kept));
             ++resumed;
             continue;
         }
@@ -309,21 +331,28 @@ inline void dispatch_eval(const EvalOptions& o) {
         nlohmann::json record = run_cell(o, c, worker.get());
         if (eval_interrupted.load()) break;  // the cell in flight was cut short: not recorded
         write_file_atomically(c.record(), record.dump(2) + "\n");
-        records.push_back(std::move(record));
+        mine.emplace_back(k, std::move(record));
     }
     std::signal(SIGINT, previous);
+    const bool interrupted_any = on_any_rank(ranks.comm(), eval_interrupted.load());
+    std::array<double, 1> kept{static_cast<double>(resumed)};
+    ranks.comm().all_reduce_sum(std::span<double>(kept));
+    const std::vector<nlohmann::json> records = records_at_root(ranks, mine);
+    if (!ranks.root()) return;
     bar.update(records.size(), "done");
     bar.finish();
     nlohmann::json results;
     results["graphs"] = o.graphs;
     results["methods"] = o.methods;
     results["seeds"] = o.seeds;
+    results["ranks"] = ranks.size();
     results["cells"] = records;
     write_file_atomically(std::filesystem::path(o.out) / "results.json", results.dump(2) + "\n");
     write_file_atomically(std::filesystem::path(o.out) / "results.md", results_markdown(o, records));
-    std::printf("%zu of %zu cells done (%zu kept from an earlier run); wrote %s/results.json and results.md\n", records.size(),
-                cells.size(), resumed, o.out.c_str());
-    if (eval_interrupted.load()) std::printf("interrupted: run the same command again to do the rest\n");
+    const std::string spread = ranks.size() > 1 ? ", on " + std::to_string(ranks.size()) + " ranks" : std::string();
+    std::printf("%zu of %zu cells done (%zu kept from an earlier run%s); wrote %s/results.json and results.md\n", records.size(),
+                cells.size(), static_cast<std::size_t>(kept[0]), spread.c_str(), o.out.c_str());
+    if (interrupted_any) std::printf("interrupted: run the same command again to do the rest\n");
 }
 
 inline void add_eval_command(CLI::App& app) {

@@ -11,6 +11,7 @@
 #include "command_optimize.hpp"
 #include "model_source.hpp"
 #include "progress.hpp"
+#include "ranks.hpp"
 
 #include <rlflow/cost.hpp>
 #include <rlflow/cost/ort_backend.hpp>
@@ -21,6 +22,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <cmath>
 #include <concepts>
 #include <csignal>
@@ -104,6 +106,8 @@ inline nlohmann::json update_json(const rl::UpdateLog& log, const std::vector<st
     j["explained_variance"] = log.stats.explained_variance;
     j["epochs"] = log.stats.epochs;
     j["seconds"] = log.seconds;
+    j["rollout_seconds"] = log.rollout_seconds;
+    j["update_seconds"] = log.update_seconds;
     return j;
 }
 
@@ -271,8 +275,27 @@ inline std::shared_ptr<const rewrite::RuleSet> mf_action_space(const TrainOption
     return rules;
 }
 
+/// Why training stops now, the same answer on every rank: Ctrl-C on any, or a limit.
+enum class Stop { no, by_user, at_limit };
+
+/// Whether training stops before another update; `seconds` becomes rank 0's, which the
+/// time limit and the progress bar count.
+inline Stop training_stops(const TrainOptions& o, AnyCommunicator& comm, std::size_t updates_end, const rl::AgentState& state,
+                           double& seconds) {
+    std::array<double, 1> clock{seconds};
+    comm.broadcast(std::span<double>(clock), 0);
+    seconds = clock[0];
+    if (on_any_rank(comm, interrupted.load())) return Stop::by_user;
+    const bool limit_reached = (updates_end > 0 && state.updates >= updates_end) || (o.episodes > 0 && state.episodes >= o.episodes)
+                          || (o.time_limit > 0 && seconds >= o.time_limit);
+    return limit_reached ? Stop::at_limit : Stop::no;
+}
+
+/// Every rank loads the graphs, the rules and, on --resume or --init-from, the agent's
+/// files itself (on several machines: at the same paths); rank 0's weights and optimiser
+/// state then go to all (MfTrainer::synchronise). Rank 0 alone prints, logs and saves.
 template <cost::CostBackend Backend>
-void train_with(const TrainOptions& o, Backend backend) {
+void train_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
     const std::filesystem::path dir(o.checkpoint);
     cost::CostModel<Backend> model(std::move(backend));
     const LatencyReward<Backend> reward(o, model);
@@ -285,43 +308,53 @@ void train_with(const TrainOptions& o, Backend backend) {
     for (const std::string& g : state.graphs) graphs.push_back(load_model(g, o.load));
     const auto rules = mf_action_space(o, state, graphs);
     const std::vector<std::string> keys = interface_keys(graphs);
-    rl::MfTrainer<AgentBackend, Backend> trainer(std::move(graphs), rules, model, state, o.jobs, reward.measure());
+    rl::MfTrainer<AgentBackend, Backend> trainer(std::move(graphs), rules, model, state, o.jobs, reward.measure(), ranks.comm());
     if (o.resume) rl::load_agent_weights(dir, trainer.policy().parameters(), &trainer.adam());
     if (!o.init_from.empty()) rl::load_agent_weights(o.init_from, trainer.policy().parameters());
-    std::filesystem::create_directories(dir);
+    trainer.synchronise();
+    const bool root = ranks.root();
+    if (root) std::filesystem::create_directories(dir);
     const std::string start = o.resume ? ", resuming at update " + std::to_string(state.updates)
                               : o.init_from.empty() ? std::string() : ", starting from the agent in " + o.init_from;
-    std::printf("training the model-free agent on %s: %zu xfers, rewards from %s%s\n", join(state.graphs, ", ").c_str(),
-                rules->size(), rewards_from.c_str(), start.c_str());
+    const std::string spread = ranks.size() == 1 ? std::string()
+                                                 : "; " + std::to_string(ranks.size()) + " ranks, " + std::to_string(trainer.local_environments())
+                                                       + " of " + std::to_string(trainer.environments()) + " environments each";
+    if (root)
+        std::printf("training the model-free agent on %s: %zu xfers, rewards from %s%s%s\n", join(state.graphs, ", ").c_str(),
+                    rules->size(), rewards_from.c_str(), start.c_str(), spread.c_str());
     std::fflush(stdout);
 
     const std::size_t updates = o.updates == 0 && o.episodes == 0 && o.time_limit == 0 ? default_updates : o.updates;
     const std::size_t first = trainer.state().updates;
     const auto save = [&] {
-        rl::save_agent(dir, trainer.snapshot(), trainer.policy().parameters(), &trainer.adam());
+        const rl::AgentState snapshot = trainer.snapshot();  // every rank: it gathers the episodes in progress
+        if (!root) return;
+        rl::save_agent(dir, snapshot, trainer.policy().parameters(), &trainer.adam());
         save_cost_cache(model, cache, !o.cost_cache.empty());
     };
-    if (o.resume) trim_training_log(dir / "train.jsonl", "update", first);
-    std::ofstream log(dir / "train.jsonl", std::ios::app);
-    RLFLOW_EXPECTS(log.good(), io_error, (dir / "train.jsonl").string() + ": cannot write the training log");
+    if (o.resume && root) trim_training_log(dir / "train.jsonl", "update", first);
+    std::ofstream log;
+    if (root) log.open(dir / "train.jsonl", std::ios::app);
+    RLFLOW_EXPECTS(!root || log.good(), io_error, (dir / "train.jsonl").string() + ": cannot write the training log");
     // The bar runs to the limit that will stop training: updates, episodes or seconds.
     enum class Limit { by_updates, by_episodes, by_seconds };
     const Limit limit = updates > 0 ? Limit::by_updates : o.episodes > 0 ? Limit::by_episodes : Limit::by_seconds;
     ProgressBar bar(limit == Limit::by_seconds ? "train (s)" : limit == Limit::by_episodes ? "train (episodes)" : "train",
                     limit == Limit::by_updates    ? first + updates
                     : limit == Limit::by_episodes ? o.episodes
-                                               : static_cast<std::size_t>(std::ceil(o.time_limit)));
+                                               : static_cast<std::size_t>(std::ceil(o.time_limit)),
+                    root);
     interrupted.store(false);
     const auto previous = std::signal(SIGINT, [](int) { interrupted.store(true); });
     double seconds = 0;
-    while (!interrupted.load()) {
-        if (updates > 0 && trainer.state().updates >= first + updates) break;
-        if (o.episodes > 0 && trainer.state().episodes >= o.episodes) break;
-        if (o.time_limit > 0 && seconds >= o.time_limit) break;
+    Stop stop = Stop::no;
+    while ((stop = training_stops(o, ranks.comm(), updates > 0 ? first + updates : 0, trainer.state(), seconds)) == Stop::no) {
         const rl::UpdateLog u = trainer.update();
         seconds += u.seconds;
-        log << update_json(u, state.graphs).dump() << "\n";
-        log.flush();
+        nlohmann::json line = update_json(u, state.graphs);
+        line["ranks"] = ranks.size();
+        if (root) log << line.dump() << "\n";
+        if (root) log.flush();
         char text[112];
         std::snprintf(text, sizeof text, "update %zu, steps %zu, episodes %zu, mean return %.3g", u.update, u.env_steps,
                       u.episodes, u.mean_return);
@@ -332,9 +365,10 @@ void train_with(const TrainOptions& o, Backend backend) {
     std::signal(SIGINT, previous);
     bar.finish();
     save();
-    std::printf("%s after %zu updates, %zu environment steps, %zu episodes; agent saved in %s\n",
-                interrupted.load() ? "interrupted" : "done", trainer.state().updates, trainer.state().env_steps,
-                trainer.state().episodes, dir.c_str());
+    if (root)
+        std::printf("%s after %zu updates, %zu environment steps, %zu episodes; agent saved in %s\n",
+                    stop == Stop::by_user ? "interrupted" : "done", trainer.state().updates, trainer.state().env_steps,
+                    trainer.state().episodes, dir.c_str());
     if (reward.latency) {
         std::printf("ORT latency: %zu graphs timed, %zu answers from the cache\n", reward.latency->measured(),
                     reward.latency->cache_hits());
@@ -440,9 +474,16 @@ void train_mb_with(const TrainOptions& o, Backend backend) {
 }
 
 inline void dispatch_train(const TrainOptions& o) {
+    Ranks ranks;
+    if (ranks.size() > 1 && o.agent == "mb")
+        throw precondition_error("--agent mb: the model-based agent trains in one process yet; run it without mpirun");
+    if (ranks.size() > 1 && o.reward == "ort-latency")
+        throw precondition_error("--reward ort-latency times whole graphs, and ranks sharing a machine would disturb each other's "
+                                 "timings; run it without mpirun");
+    ranks.warn_if_bound(o.jobs);
     const auto run = [&](auto backend) {
         if (o.agent == "mb") return train_mb_with(o, std::move(backend));
-        train_with(o, std::move(backend));
+        train_with(o, std::move(backend), ranks);
     };
     const std::string cost = o.cost == "auto" ? (cost::ort_unavailable_reason() ? "analytic" : "ort") : o.cost;
     if (cost == "cpu") return run(cost::CpuProfiler{});

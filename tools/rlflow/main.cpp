@@ -9,6 +9,7 @@
 #include "command_run.hpp"
 #include "command_train.hpp"
 #include "command_zoo.hpp"
+#include "ranks.hpp"
 
 #include <rlflow/core/error.hpp>
 
@@ -48,19 +49,19 @@ int main(int argc, char** argv) {
         return app.exit(e);
     } catch (const CLI::RuntimeError& e) {  // a check that ran and failed, e.g. `run --expect`
         std::fprintf(stderr, "error: %s\n", e.what());
-        return e.get_exit_code();
+        return rlflow::cli::fail_ranks(e.get_exit_code());
     } catch (const CLI::ParseError& e) {
         app.exit(e);
         return exit_bad_input;
     } catch (const rlflow::error& e) {
         std::fprintf(stderr, "error: %s\n", e.message().c_str());
-        return exit_bad_input;
+        return rlflow::cli::fail_ranks(exit_bad_input);
     } catch (const std::bad_alloc&) {
         std::fprintf(stderr, "error: out of memory: the model or job needs more memory than this machine gave rlflow\n");
-        return exit_bad_input;
+        return rlflow::cli::fail_ranks(exit_bad_input);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "internal error: %s\n", e.what());
-        return exit_internal;
+        return rlflow::cli::fail_ranks(exit_internal);
     }
     return exit_ok;
 }

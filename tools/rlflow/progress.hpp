@@ -37,11 +37,13 @@ inline std::string join(const std::vector<std::string>& items, const std::string
 /// terminal, `label: done/total after S s  text` lines every log_interval.
 class ProgressBar {
 public:
-    ProgressBar(std::string label, std::size_t total)
+    /// A bar that shows nothing unless `shown` (e.g. on MPI ranks other than 0).
+    ProgressBar(std::string label, std::size_t total, bool shown = true)
         : m_label(std::move(label)), m_total(std::max<std::size_t>(total, 1)), m_terminal(isatty(STDERR_FILENO) != 0),
-          m_start(std::chrono::steady_clock::now()), m_last(m_start) {}
+          m_shown(shown), m_start(std::chrono::steady_clock::now()), m_last(m_start) {}
 
     void update(std::size_t done, const std::string& text) {
+        if (!m_shown) return;
         const auto now = std::chrono::steady_clock::now();
         if (!m_terminal) {
             if (now - m_last < m_log_interval) return;
@@ -80,6 +82,7 @@ private:
     std::string m_label;
     std::size_t m_total;
     bool m_terminal;
+    bool m_shown;
     bool m_drawn = false;
     std::chrono::steady_clock::time_point m_start;
     std::chrono::steady_clock::time_point m_last;

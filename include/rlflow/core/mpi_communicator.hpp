@@ -42,6 +42,9 @@ public:
     }
     MpiSession(const MpiSession&) = delete;
     MpiSession& operator=(const MpiSession&) = delete;
+    /// Leaves MPI initialised at destruction: for a process that fails while other ranks
+    /// may wait in a collective, and then aborts the job (MPI_Finalize would wait too).
+    void abandon() noexcept { m_owner = false; }
 
 private:
     bool m_owner = false;

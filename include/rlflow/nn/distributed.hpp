@@ -11,8 +11,10 @@
 
 #include <rlflow/core/communicator.hpp>
 #include <rlflow/core/error.hpp>
+#include <rlflow/nn/optim.hpp>
 #include <rlflow/nn/tape.hpp>
 
+#include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
@@ -64,6 +66,28 @@ void broadcast_parameters(C& comm, std::span<Parameter<B>* const> params, int ro
     comm.broadcast(std::span<double>(packed), root);
     std::size_t offset = 0;
     for (Parameter<B>* p : params) offset = detail::assign_host(p->value, packed, offset, 1);
+}
+
+/// Gives every rank the optimiser state of rank `root`: its step count and moment
+/// estimates (a resumed run's, read from the checkpoint there).
+template <TensorBackend B, Communicator C>
+void broadcast_adam(C& comm, Adam<B>& adam, int root) {
+    const std::size_t count = adam.parameters().size();
+    std::vector<double> packed{static_cast<double>(adam.steps())};
+    for (std::size_t i = 0; i < count; ++i) {
+        detail::append_host(packed, adam.first_moment(i), 1);
+        detail::append_host(packed, adam.second_moment(i), 1);
+    }
+    comm.broadcast(std::span<double>(packed), root);
+    std::vector<Tensor<B>> first, second;
+    std::size_t offset = 1;
+    for (std::size_t i = 0; i < count; ++i) {
+        first.push_back(adam.first_moment(i));
+        second.push_back(adam.second_moment(i));
+        offset = detail::assign_host(first.back(), packed, offset, 1);
+        offset = detail::assign_host(second.back(), packed, offset, 1);
+    }
+    adam.restore(static_cast<std::int64_t>(packed[0]), std::move(first), std::move(second));
 }
 
 }  // namespace rlflow::nn

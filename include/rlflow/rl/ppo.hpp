@@ -26,6 +26,7 @@
 #include <memory>
 #include <numeric>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace rlflow::rl {
@@ -296,29 +297,53 @@ template <Communicator C>
     return {mean, std::sqrt(deviations[0] / sum_count[1])};
 }
 
-/// Throws precondition_error unless every rank of `comm` holds `n` samples: the ranks
-/// take minibatches in step, so each needs as many.
-template <Communicator C>
-void expect_equal_shares(C& comm, std::size_t n) {
-    std::array<double, 2> moments{static_cast<double>(n), static_cast<double>(n) * static_cast<double>(n)};
-    comm.all_reduce_sum(std::span<double>(moments));
-    const double ranks = comm.size(), mean = moments[0] / ranks;
-    RLFLOW_EXPECTS(moments[1] / ranks == mean * mean, precondition_error,
-                   "ppo_update: the ranks hold different numbers of steps (rank " + std::to_string(comm.rank()) + ": "
-                       + std::to_string(n) + "); every rank must collect as many");
+/// Where this rank's samples sit among the run's: the run's segments are every rank's,
+/// in the order `placement` gives (the global index of each of this rank's segments;
+/// empty: the ranks' segments in rank order), and its samples are theirs in that order,
+/// as flatten() lays them out on one process. Returns, per run sample, its index among
+/// this rank's flattened samples (npos: another rank's).
+template <Communicator C, class Obs>
+[[nodiscard]] std::vector<std::size_t> local_positions(C& comm, std::span<const BasicRolloutSegment<Obs>> segments,
+                                                       std::span<const std::size_t> placement) {
+    std::vector<std::size_t> where(placement.begin(), placement.end());
+    if (where.empty()) {
+        std::vector<double> counts(static_cast<std::size_t>(comm.size()), 0.0);
+        counts[static_cast<std::size_t>(comm.rank())] = static_cast<double>(segments.size());
+        comm.all_reduce_sum(std::span<double>(counts));
+        std::size_t first = 0;
+        for (int r = 0; r < comm.rank(); ++r) first += static_cast<std::size_t>(counts[static_cast<std::size_t>(r)]);
+        for (std::size_t j = 0; j < segments.size(); ++j) where.push_back(first + j);
+    }
+    RLFLOW_EXPECTS(where.size() == segments.size(), precondition_error,
+                   "ppo_update: " + std::to_string(where.size()) + " placements for " + std::to_string(segments.size()) + " segments");
+    std::array<double, 1> total{static_cast<double>(segments.size())};
+    comm.all_reduce_sum(std::span<double>(total));
+    std::vector<double> lengths(static_cast<std::size_t>(total[0]), 0.0);
+    for (std::size_t j = 0; j < segments.size(); ++j) lengths.at(where[j]) = static_cast<double>(segments[j].size());
+    comm.all_reduce_sum(std::span<double>(lengths));
+    std::vector<std::size_t> starts(lengths.size() + 1, 0);
+    for (std::size_t g = 0; g < lengths.size(); ++g) starts[g + 1] = starts[g] + static_cast<std::size_t>(lengths[g]);
+    std::vector<std::size_t> local(starts.back(), static_cast<std::size_t>(-1));
+    std::size_t mine = 0;
+    for (std::size_t j = 0; j < segments.size(); ++j)
+        for (std::size_t t = 0; t < segments[j].size(); ++t) local[starts[where[j]] + t] = mine++;
+    return local;
 }
 
-/// The minibatch of `flat` at positions [start, end) of `order`.
+/// The minibatch of the run's samples at positions [start, end) of `order` (indices into
+/// the run's samples) that this rank holds (`local`: local_positions).
 template <class Obs>
 [[nodiscard]] BasicMinibatch<Obs> gather_minibatch(const FlatRollout<Obs>& flat, std::span<const std::size_t> order, std::size_t start,
-                                                   std::size_t end) {
+                                                   std::size_t end, std::span<const std::size_t> local) {
     BasicMinibatch<Obs> mb;
-    for (std::size_t i = start; i < end; ++i) {
-        mb.observations.push_back(flat.observations[order[i]]);
-        mb.actions.push_back(flat.actions[order[i]]);
-        mb.advantages.push_back(flat.advantages[order[i]]);
-        mb.old_log_probs.push_back(flat.old_log_probs[order[i]]);
-        mb.returns.push_back(flat.returns[order[i]]);
+    for (std::size_t k = start; k < end; ++k) {
+        const std::size_t i = local[order[k]];
+        if (i == static_cast<std::size_t>(-1)) continue;
+        mb.observations.push_back(flat.observations[i]);
+        mb.actions.push_back(flat.actions[i]);
+        mb.advantages.push_back(flat.advantages[i]);
+        mb.old_log_probs.push_back(flat.old_log_probs[i]);
+        mb.returns.push_back(flat.returns[i]);
     }
     return mb;
 }
@@ -349,24 +374,27 @@ void all_reduce_sums(C& comm, MinibatchSums& sums, std::size_t& samples) {
 }  // namespace detail
 
 /// One data-parallel PPO update over the ranks of `comm` (SPEC, "Scale-out"): each rank
-/// holds its own `segments` (as many steps on every rank) and takes minibatches of
-/// ceil(minibatch_size / ranks) of them in step with the others. Advantages are normalised
-/// over the whole minibatch of all ranks, the gradients averaged over the ranks before
-/// each step (nn::all_reduce_mean_gradients), and the KL that stops the epochs is all
-/// ranks', so ranks that start equal stay equal. The update is a single process's update
-/// of the same minibatches; on one process (SingleProcess) it is ppo_update exactly.
+/// holds its own `segments`, and the run's samples are the ranks' in the order
+/// `placement` gives (detail::local_positions; empty: rank order). Every rank
+/// shuffles the run's sample indices alike (one generator, seeded alike), and each
+/// minibatch of minibatch_size of them is taken by the ranks that hold its samples: the
+/// advantages are normalised over the whole minibatch, the gradients averaged over the
+/// ranks weighted by their samples (nn::all_reduce_mean_gradients), and the KL that stops
+/// the epochs is all ranks'. So ranks that start equal stay equal, and the update is the
+/// single process's update of all the samples, up to how float sums round; on one
+/// process (SingleProcess) it is ppo_update exactly. Ranks may hold different numbers of
+/// samples.
 template <nn::TensorBackend B, PpoPolicy<B> Policy, Communicator C>
 UpdateStats ppo_update_over(C& comm, Policy& policy, nn::Adam<B>& adam,
                             std::span<const BasicRolloutSegment<typename Policy::Input>> segments, const PpoOptions& options,
-                            Rng& rng, ThreadPool* pool = nullptr) {
+                            Rng& rng, ThreadPool* pool = nullptr, std::span<const std::size_t> placement = {}) {
     using Input = typename Policy::Input;
     const FlatRollout<Input> flat = flatten(segments, options);
-    const std::size_t n = flat.actions.size();
+    const std::vector<std::size_t> local = detail::local_positions(comm, segments, placement);
+    const std::size_t n = local.size();
     RLFLOW_EXPECTS(n > 0 && options.minibatch_size > 0 && options.epochs > 0, precondition_error,
                    "ppo_update needs steps, a minibatch size and epochs");
-    detail::expect_equal_shares(comm, n);
-    const auto ranks = static_cast<std::size_t>(comm.size());
-    const std::size_t local_minibatch = (options.minibatch_size + ranks - 1) / ranks;
+    const bool spread = comm.size() > 1;
     UpdateStats stats;
     stats.explained_variance = detail::explained_variance(comm, flat);
     ShardedGradient<B, Policy> gradient(policy, options.gradient_shards);
@@ -380,15 +408,16 @@ UpdateStats ppo_update_over(C& comm, Policy& policy, nn::Adam<B>& adam,
         for (std::size_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng.next() % i]);
         MinibatchSums epoch_sums;
         std::size_t epoch_samples = 0;
-        for (std::size_t start = 0; start < n; start += local_minibatch) {
-            BasicMinibatch<Input> mb = detail::gather_minibatch(flat, order, start, std::min(n, start + local_minibatch));
-            if (options.normalize_advantages && mb.size() * ranks > 1) {
+        for (std::size_t start = 0; start < n; start += options.minibatch_size) {
+            const std::size_t end = std::min(n, start + options.minibatch_size);
+            BasicMinibatch<Input> mb = detail::gather_minibatch(flat, order, start, end, std::span<const std::size_t>(local));
+            if (options.normalize_advantages && end - start > 1) {
                 const detail::MeanSd a = detail::global_mean_and_sd(comm, mb.advantages);
                 for (double& x : mb.advantages) x = (x - a.mean) / (a.sd + 1e-8);
             }
             adam.zero_grad();
-            const MinibatchSums sums = gradient.add(mb, options, pool);
-            if (ranks > 1) nn::all_reduce_mean_gradients<B>(comm, params, static_cast<double>(mb.size()));
+            const MinibatchSums sums = mb.size() > 0 ? gradient.add(mb, options, pool) : MinibatchSums{};
+            if (spread) nn::all_reduce_mean_gradients<B>(comm, params, static_cast<double>(mb.size()));
             adam.step(options.max_grad_norm);
             if (stats.gradient_steps++ == 0) stats.first_log_prob_gap = sums.log_prob_gap;
             epoch_sums += sums;

@@ -16,6 +16,7 @@
 #include <rlflow/rl/policy.hpp>
 #include <rlflow/rl/ppo.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -28,7 +29,7 @@ namespace rlflow::rl {
 
 /// An episode that ended during a rollout.
 struct EpisodeRecord {
-    /// Which environment it ran in, and on which graph.
+    /// Which environment it ran in (its global index), and on which graph.
     std::size_t environment = 0;
     std::size_t graph = 0;
     /// Sum of its rewards.
@@ -38,19 +39,29 @@ struct EpisodeRecord {
     std::size_t steps = 0;
 };
 
-/// Environments over their start graphs, with the observation each is at.
+/// Environments over their start graphs, with the observation each is at: all of a run's
+/// environments, or one share of them (the others held by other ranks), named by their
+/// global indices. Indices are local to the share unless named global.
 template <cost::CostBackend C>
 class EnvironmentSet {
 public:
     /// `copies` environments per graph (graph-major: those of graph 0 first), all over
-    /// `rules` and priced by `model`, rewarded by `measure` when given (GraphEnv::measure_with).
+    /// `rules` and priced by `model`, rewarded by `measure` when given (GraphEnv::measure_with);
+    /// of those, the ones whose global indices `share` lists (empty: all).
     EnvironmentSet(std::vector<Graph> graphs, std::shared_ptr<const rewrite::RuleSet> rules, cost::CostModel<C>& model,
-                   EnvOptions options = {}, std::size_t copies = 1, const GraphMeasure& measure = {})
-        : m_graphs(std::move(graphs)), m_copies(copies) {
+                   EnvOptions options = {}, std::size_t copies = 1, const GraphMeasure& measure = {},
+                   std::vector<std::size_t> share = {})
+        : m_graphs(std::move(graphs)), m_copies(copies), m_total(m_graphs.size() * copies), m_global(std::move(share)) {
         RLFLOW_EXPECTS(!m_graphs.empty() && copies >= 1, precondition_error,
                        "EnvironmentSet needs a graph and at least one environment per graph");
-        m_envs.reserve(m_graphs.size() * copies);
-        for (std::size_t e = 0; e < m_graphs.size() * copies; ++e) {
+        if (m_global.empty())
+            for (std::size_t e = 0; e < m_total; ++e) m_global.push_back(e);
+        for (std::size_t e = 0; e < m_global.size(); ++e)
+            RLFLOW_EXPECTS(m_global[e] < m_total && (e == 0 || m_global[e - 1] < m_global[e]), precondition_error,
+                           "EnvironmentSet: a share lists environments of the " + std::to_string(m_total)
+                               + " in increasing order, each once");
+        m_envs.reserve(m_global.size());
+        for (std::size_t e = 0; e < m_global.size(); ++e) {
             m_envs.emplace_back(rules, model, options, m_pricing.get());
             m_envs.back().measure_with(measure);
             m_current.push_back(m_envs.back().reset(m_graphs[graph_of(e)]));
@@ -81,26 +92,32 @@ public:
         m_actions = actions;
         m_returns = returns;
     }
+    /// The environments here, and in the whole run.
     [[nodiscard]] std::size_t size() const noexcept { return m_envs.size(); }
+    [[nodiscard]] std::size_t total() const noexcept { return m_total; }
+    /// The global index of each environment here, in order.
+    [[nodiscard]] const std::vector<std::size_t>& global_indices() const noexcept { return m_global; }
     [[nodiscard]] std::size_t num_graphs() const noexcept { return m_graphs.size(); }
     /// The graph environment `e` runs on.
-    [[nodiscard]] std::size_t graph_of(std::size_t e) const noexcept { return e / m_copies; }
+    [[nodiscard]] std::size_t graph_of(std::size_t e) const noexcept { return m_global[e] / m_copies; }
     [[nodiscard]] GraphEnv<C>& env(std::size_t i) { return m_envs.at(i); }
     [[nodiscard]] const Observation& observation(std::size_t i) const { return m_current.at(i); }
 
     /// Steps every environment `steps_per_env` times with `policy`, on `pool`'s threads
     /// (none: in turn on this one); returns one segment per environment and appends the episodes that ended
     /// to `episodes` (environment by environment, each in the order they ended).
+    /// `rng` seeds the steps of all the run's environments, whichever this set holds: the
+    /// environments a share holds step as they do in the whole set.
     template <nn::TensorBackend B>
     std::vector<RolloutSegment> collect(ActorCritic<B>& policy, std::size_t steps_per_env, Rng& rng,
                                         std::vector<EpisodeRecord>& episodes, ThreadPool* pool = nullptr) {
         const std::size_t n = m_envs.size();
         std::vector<RolloutSegment> segments(n);
         std::vector<std::vector<EpisodeRecord>> ended(n);
-        std::vector<std::uint64_t> seeds(n);
+        std::vector<std::uint64_t> seeds(m_total);
         for (std::size_t t = 0; t < steps_per_env; ++t) {
             for (std::uint64_t& seed : seeds) seed = rng.next();
-            run_items(pool, n, [&](std::size_t e, unsigned) { step(policy, e, seeds[e], segments[e], ended[e]); });
+            run_items(pool, n, [&](std::size_t e, unsigned) { step(policy, e, seeds[m_global[e]], segments[e], ended[e]); });
         }
         // The segments' last steps that did not end are bootstrapped from where they stopped.
         run_items(pool, n, [&](std::size_t e, unsigned) {
@@ -145,7 +162,7 @@ private:
         }
         // A truncated episode is bootstrapped from the value of where it was cut.
         if (r.truncated) s.next_values.back() = value(policy, r.observation);
-        ended.push_back({e, graph_of(e), m_returns[e], m_envs[e].cost_ms() / m_envs[e].initial_cost_ms(), m_envs[e].steps()});
+        ended.push_back({m_global[e], graph_of(e), m_returns[e], m_envs[e].cost_ms() / m_envs[e].initial_cost_ms(), m_envs[e].steps()});
         m_actions[e].clear();
         m_returns[e] = 0;
         m_current[e] = m_envs[e].reset(m_graphs[graph_of(e)]);
@@ -153,6 +170,8 @@ private:
 
     std::vector<Graph> m_graphs;
     std::size_t m_copies;
+    std::size_t m_total;
+    std::vector<std::size_t> m_global;
     /// Held while an environment prices (declared before the environments that use it).
     std::unique_ptr<std::mutex> m_pricing = std::make_unique<std::mutex>();
     std::vector<GraphEnv<C>> m_envs;

@@ -10,9 +10,19 @@
 /// count, so a resumed run continues the schedule), then stays there. The entropy weight
 /// goes from PpoOptions::entropy_coefficient to final_entropy_coefficient over as many
 /// updates (entropy_at).
+///
+/// Over several ranks (an AnyCommunicator, e.g. MPI under `mpirun`), each rank steps its
+/// share of the environments (every K-th: at least one each) and the update is
+/// data-parallel (ppo_update_over). The steps' seeds and the minibatches come from the
+/// run's generator, which every rank holds alike, so a run is the same for any rank count
+/// but for how float sums round (which may, rarely, tip a sampled action). Finished episodes and, for a
+/// checkpoint, the episodes in progress are gathered on every rank, so every rank's
+/// snapshot() is the whole run's.
 
+#include <rlflow/core/communicator.hpp>
 #include <rlflow/core/parallel.hpp>
 #include <rlflow/core/random.hpp>
+#include <rlflow/nn/distributed.hpp>
 #include <rlflow/nn/optim.hpp>
 #include <rlflow/rl/agent_file.hpp>
 #include <rlflow/rl/policy.hpp>
@@ -50,7 +60,11 @@ struct UpdateLog {
     std::vector<double> final_cost_ratio;
     std::vector<double> best_cost_ratio;
     UpdateStats stats;
+    /// Wall seconds in all, and of them collecting the rollout and updating from it (with
+    /// the ranks' exchanges).
     double seconds = 0;
+    double rollout_seconds = 0;
+    double update_seconds = 0;
 };
 
 template <nn::TensorBackend B, cost::CostBackend C>
@@ -61,11 +75,14 @@ public:
     /// load the weights into policy() and adam() then (load_agent_weights).
     /// Rollouts and gradients run on up to `jobs` threads; what training computes does not
     /// depend on how many. Rewards come from `measure` when given (GraphEnv::measure_with).
+    /// Over the ranks of `comm`, every rank makes its trainer alike (then synchronise()).
     MfTrainer(std::vector<Graph> graphs, std::shared_ptr<const rewrite::RuleSet> rules, cost::CostModel<C>& model,
-              AgentState state, unsigned jobs = 1, const GraphMeasure& measure = {})
+              AgentState state, unsigned jobs = 1, const GraphMeasure& measure = {}, AnyCommunicator comm = {})
         : m_state(std::move(state)),
+          m_comm(comm),
           m_pool(std::make_unique<ThreadPool>(jobs)),
-          m_envs(std::move(graphs), rules, model, m_state.env, m_state.ppo.environments_per_graph, measure),
+          m_share(share_of(m_comm, graphs.size() * m_state.ppo.environments_per_graph)),
+          m_envs(std::move(graphs), rules, model, m_state.env, m_state.ppo.environments_per_graph, measure, m_share),
           m_policy(static_cast<std::uint32_t>(rules->size()), static_cast<std::uint32_t>(m_state.env.max_locations),
                    m_state.policy),
           m_adam(m_policy.parameters(), adam_options(m_state.ppo)),
@@ -74,7 +91,7 @@ public:
           m_best(m_envs.num_graphs(), std::numeric_limits<double>::quiet_NaN()) {
         RLFLOW_EXPECTS(m_state.rules.size() == rules->size(), precondition_error,
                        "MfTrainer: the agent's rule names and the rule set differ in size");
-        if (m_state.updates > 0) m_envs.restore(m_state.episode_actions, m_state.episode_returns);
+        if (m_state.updates > 0) restore_share();
         if (m_state.final_cost_ratio.size() == m_final.size()) m_final = m_state.final_cost_ratio;
         if (m_state.best_cost_ratio.size() == m_best.size()) m_best = m_state.best_cost_ratio;
     }
@@ -86,19 +103,35 @@ public:
     [[nodiscard]] ActorCritic<B>& policy() noexcept { return m_policy; }
     [[nodiscard]] nn::Adam<B>& adam() noexcept { return m_adam; }
     [[nodiscard]] std::size_t num_graphs() const noexcept { return m_envs.num_graphs(); }
+    [[nodiscard]] const AnyCommunicator& communicator() const noexcept { return m_comm; }
+    /// The environments this rank steps (its share), and in the whole run.
+    [[nodiscard]] std::size_t local_environments() const noexcept { return m_envs.size(); }
+    [[nodiscard]] std::size_t environments() const noexcept { return m_envs.total(); }
 
-    /// Collects a rollout and updates the policy from it.
+    /// Gives every rank rank 0's weights and optimiser state (after rank 0 made or loaded
+    /// them); every rank calls it. Ranks start from the same seed, so this only matters
+    /// for weights loaded from files, but it makes sure.
+    void synchronise() {
+        const std::vector<nn::Parameter<B>*> params = m_policy.parameters();
+        nn::broadcast_parameters<B>(m_comm, std::span<nn::Parameter<B>* const>(params), 0);
+        nn::broadcast_adam(m_comm, m_adam, 0);
+    }
+
+    /// Collects a rollout and updates the policy from it (on every rank together).
     UpdateLog update() {
         const auto start = std::chrono::steady_clock::now();
-        const std::size_t per_env = std::max<std::size_t>(1, m_state.ppo.rollout_steps / m_envs.size());
-        std::vector<EpisodeRecord> ended;
-        const std::vector<RolloutSegment> segments = m_envs.collect(m_policy, per_env, m_rng, ended, m_pool.get());
+        const std::size_t per_env = std::max<std::size_t>(1, m_state.ppo.rollout_steps / m_envs.total());
+        std::vector<EpisodeRecord> mine;
+        const std::vector<RolloutSegment> segments = m_envs.collect(m_policy, per_env, m_rng, mine, m_pool.get());
+        const auto collected = std::chrono::steady_clock::now();
         UpdateLog log;
         PpoOptions now = m_state.ppo;
         now.entropy_coefficient = entropy_at(m_state.ppo, m_state.updates);
-        log.stats = ppo_update(m_policy, m_adam, std::span<const RolloutSegment>(segments), now, m_rng, m_pool.get());
+        log.stats = ppo_update_over<B>(m_comm, m_policy, m_adam, std::span<const RolloutSegment>(segments), now, m_rng, m_pool.get(),
+                                       std::span<const std::size_t>(m_envs.global_indices()));
+        const std::vector<EpisodeRecord> ended = all_ranks(mine);
         m_state.updates += 1;
-        m_state.env_steps += per_env * m_envs.size();
+        m_state.env_steps += per_env * m_envs.total();
         m_state.episodes += ended.size();
         double returns = 0;
         for (const EpisodeRecord& e : ended) {
@@ -113,17 +146,20 @@ public:
         if (!ended.empty()) log.mean_return = returns / static_cast<double>(ended.size());
         log.final_cost_ratio = m_final;
         log.best_cost_ratio = m_best;
-        log.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const auto end = std::chrono::steady_clock::now();
+        log.rollout_seconds = std::chrono::duration<double>(collected - start).count();
+        log.update_seconds = std::chrono::duration<double>(end - collected).count();
+        log.seconds = std::chrono::duration<double>(end - start).count();
         m_state.seconds += log.seconds;
         return log;
     }
 
-    /// The agent's state now, for save_agent.
-    [[nodiscard]] AgentState snapshot() const {
+    /// The agent's state now, for save_agent: the whole run's, on every rank (which all
+    /// call it).
+    [[nodiscard]] AgentState snapshot() {
         AgentState s = m_state;
         s.rng = m_rng.state();
-        s.episode_actions = m_envs.episode_actions();
-        s.episode_returns = m_envs.episode_returns();
+        gather_episodes(s.episode_actions, s.episode_returns);
         s.final_cost_ratio = m_final;
         s.best_cost_ratio = m_best;
         return s;
@@ -131,6 +167,73 @@ public:
     [[nodiscard]] const AgentState& state() const noexcept { return m_state; }
 
 private:
+    /// This rank's share of the run's `total` environments: every size()-th from its rank
+    /// on. The environments are graph-major, so each rank gets the graphs in turn and the
+    /// ranks' work stays even when the graphs' sizes differ.
+    [[nodiscard]] static std::vector<std::size_t> share_of(AnyCommunicator& comm, std::size_t total) {
+        const auto ranks = static_cast<std::size_t>(comm.size());
+        RLFLOW_EXPECTS(total >= ranks, precondition_error,
+                       std::to_string(total) + " environments (graphs times environments per graph) for " + std::to_string(ranks)
+                           + " ranks: every rank needs one at least; give more environments per graph or run fewer ranks");
+        std::vector<std::size_t> share;
+        for (auto e = static_cast<std::size_t>(comm.rank()); e < total; e += ranks) share.push_back(e);
+        return share;
+    }
+
+    /// Where the checkpoint's episodes in progress (the whole run's) leave this rank's share.
+    void restore_share() {
+        RLFLOW_EXPECTS(m_state.episode_actions.size() == m_envs.total() && m_state.episode_returns.size() == m_envs.total(),
+                       precondition_error,
+                       "MfTrainer: the checkpoint holds " + std::to_string(m_state.episode_actions.size()) + " episodes in progress for "
+                           + std::to_string(m_envs.total()) + " environments");
+        std::vector<std::vector<Action>> actions;
+        std::vector<double> returns;
+        for (const std::size_t g : m_envs.global_indices()) {
+            actions.push_back(m_state.episode_actions[g]);
+            returns.push_back(m_state.episode_returns[g]);
+        }
+        m_envs.restore(actions, returns);
+    }
+
+    /// Every rank's finished episodes, in the order one process lists them (environment by
+    /// environment, each in the order they ended).
+    [[nodiscard]] std::vector<EpisodeRecord> all_ranks(const std::vector<EpisodeRecord>& mine) {
+        if (m_comm.size() == 1) return mine;
+        std::vector<EpisodeRecord> all;
+        for (const std::string& part : all_gather_bytes(m_comm, to_bytes(std::span<const EpisodeRecord>(mine)))) {
+            const std::vector<EpisodeRecord> records = from_bytes<EpisodeRecord>(part);
+            all.insert(all.end(), records.begin(), records.end());
+        }
+        std::stable_sort(all.begin(), all.end(), [](const EpisodeRecord& a, const EpisodeRecord& b) { return a.environment < b.environment; });
+        return all;
+    }
+
+    /// Every rank's episodes in progress (their actions and returns), in global order.
+    void gather_episodes(std::vector<std::vector<Action>>& actions, std::vector<double>& returns) {
+        actions = m_envs.episode_actions();
+        returns = m_envs.episode_returns();
+        if (m_comm.size() == 1) return;
+        // Per environment: its global index, its return, its action count, then the actions.
+        std::vector<double> packed;
+        for (std::size_t e = 0; e < actions.size(); ++e) {
+            packed.insert(packed.end(), {static_cast<double>(m_envs.global_indices()[e]), returns[e], static_cast<double>(actions[e].size())});
+            for (const Action& a : actions[e]) packed.insert(packed.end(), {static_cast<double>(a.xfer), static_cast<double>(a.location)});
+        }
+        actions.assign(m_envs.total(), {});
+        returns.assign(m_envs.total(), 0);
+        for (const std::string& part : all_gather_bytes(m_comm, to_bytes(std::span<const double>(packed)))) {
+            const std::vector<double> values = from_bytes<double>(part);
+            for (std::size_t i = 0; i < values.size();) {
+                const auto g = static_cast<std::size_t>(values[i]);
+                returns.at(g) = values[i + 1];
+                const auto count = static_cast<std::size_t>(values[i + 2]);
+                i += 3;
+                for (std::size_t k = 0; k < count; ++k, i += 2)
+                    actions[g].push_back({static_cast<std::uint32_t>(values[i]), static_cast<std::uint32_t>(values[i + 1])});
+            }
+        }
+    }
+
     [[nodiscard]] static nn::AdamOptions adam_options(const PpoOptions& ppo) {
         const auto per_update = static_cast<std::int64_t>(ppo.epochs) *
                                 static_cast<std::int64_t>((ppo.rollout_steps + ppo.minibatch_size - 1) / ppo.minibatch_size);
@@ -141,7 +244,9 @@ private:
     }
 
     AgentState m_state;
+    AnyCommunicator m_comm;
     std::unique_ptr<ThreadPool> m_pool;
+    std::vector<std::size_t> m_share;
     EnvironmentSet<C> m_envs;
     ActorCritic<B> m_policy;
     nn::Adam<B> m_adam;

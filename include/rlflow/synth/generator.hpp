@@ -39,8 +39,12 @@
 namespace rlflow::synth {
 
 /// Generates, prunes and verifies rules over `space` (see the file comment). The result
-/// is deterministic under `options.seed` whatever `options.jobs` is.
-[[nodiscard]] inline GeneratedRules generate_rules(const GeneratorSpace& space, const GeneratorOptions& options = {}) {
+/// is deterministic under `options.seed` whatever `options.jobs` is. Over the ranks of
+/// `comm`, every rank enumerates and pairs alike, the ranks split the verification (the
+/// stage that grows fastest with max_ops: one Z3 proof per rule), and every rank returns
+/// the same result, which is the single process's.
+[[nodiscard]] inline GeneratedRules generate_rules(const GeneratorSpace& space, const GeneratorOptions& options = {},
+                                                   AnyCommunicator comm = {}) {
     RLFLOW_EXPECTS(space.variables.size() < detail::no_tensor / 2, precondition_error, "too many generator variables");
     GeneratedRules out;
     auto start = detail::Clock::now();
@@ -62,7 +66,7 @@ namespace rlflow::synth {
     if (options.on_progress) options.on_progress({"pair", 1, 1});
     out.report.pair_seconds = detail::seconds_since(start);
     start = detail::Clock::now();
-    detail::verify_rules(rules, space, options, out.report);
+    detail::verify_rules(rules, space, options, out.report, comm);
     out.report.verify_seconds = detail::seconds_since(start);
     for (Rule& rule : rules) {
         std::vector<Rule>& into = rule.verification == Verification::rejected ? out.rejected : out.rules;

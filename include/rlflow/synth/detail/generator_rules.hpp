@@ -5,6 +5,7 @@
 /// are pruned, and every rule is verified: numerically (synth/rule_check.hpp) at the
 /// enumeration shapes and each shape variant, then with Z3 (synth/prover.hpp).
 
+#include <rlflow/core/communicator.hpp>
 #include <rlflow/rewrite/rule.hpp>
 #include <rlflow/synth/detail/generator_candidates.hpp>
 #include <rlflow/synth/detail/generator_classes.hpp>
@@ -208,20 +209,50 @@ inline void prune_known_rules(std::vector<Rule>& rules, const GeneratorSpace& sp
     rules.resize(kept);
 }
 
+/// The verdicts of the rules this rank checked, i.e. of `rules[i]` where `mine(i)`:
+/// (index, verification, proof seconds or -1) triples, for the other ranks.
+[[nodiscard]] inline std::vector<double> packed_verdicts(const std::vector<Rule>& rules, const std::vector<double>& proof_seconds,
+                                                         const std::vector<char>& mine) {
+    std::vector<double> packed;
+    for (std::size_t i = 0; i < rules.size(); ++i)
+        if (mine[i]) packed.insert(packed.end(), {static_cast<double>(i), static_cast<double>(rules[i].verification), proof_seconds[i]});
+    return packed;
+}
+
+/// Every rank's verdicts (packed_verdicts) into `rules` and `proof_seconds`, on every rank.
+inline void share_verdicts(AnyCommunicator& comm, std::vector<Rule>& rules, std::vector<double>& proof_seconds,
+                           const std::vector<char>& mine) {
+    const std::vector<double> packed = packed_verdicts(rules, proof_seconds, mine);
+    for (const std::string& part : all_gather_bytes(comm, to_bytes(std::span<const double>(packed)))) {
+        const std::vector<double> values = from_bytes<double>(part);
+        for (std::size_t k = 0; k + 2 < values.size(); k += 3) {
+            const auto i = static_cast<std::size_t>(values[k]);
+            rules.at(i).verification = static_cast<Verification>(static_cast<std::uint8_t>(values[k + 1]));
+            proof_seconds.at(i) = values[k + 2];
+        }
+    }
+}
+
 /// Checks every rule numerically, then tries to prove it; sets each rule's verification.
+/// Over the ranks of `comm`, each rank checks its workers' rules and all get every verdict.
 inline void verify_rules(std::vector<Rule>& rules, const GeneratorSpace& space, const GeneratorOptions& o,
-                         GeneratorReport& report) {
+                         GeneratorReport& report, AnyCommunicator comm = {}) {
     const unsigned jobs = std::max(1u, o.jobs);
     std::vector<std::optional<Prover>> provers(jobs);
     std::vector<double> proof_seconds(rules.size(), -1.0);
+    std::vector<char> mine(rules.size(), 0);
     const bool prove = o.prove && Prover::available();
-    // Worker w takes rules w, w + jobs, ... in order: a prover's state grows with the rules it
-    // has seen, so a fixed assignment keeps proof results independent of scheduling.
+    // Worker w of rank r is worker g = r jobs + w of them all, and takes rules g, g + W,
+    // ... (W workers in all) in order: a prover's state grows with the rules it has seen,
+    // so a fixed assignment keeps proof results independent of scheduling.
+    const std::size_t workers = static_cast<std::size_t>(jobs) * static_cast<std::size_t>(comm.size());
+    const std::size_t first_worker = static_cast<std::size_t>(jobs) * static_cast<std::size_t>(comm.rank());
     parallel_for(
         jobs, jobs,
-        [&](std::size_t first, unsigned w) {
-          for (std::size_t i = first; i < rules.size(); i += jobs) {
+        [&](std::size_t w, unsigned) {
+          for (std::size_t i = first_worker + w; i < rules.size(); i += workers) {
             Rule& rule = rules[i];
+            mine[i] = 1;
             EquivalenceOptions check;
             check.trials = o.float_trials;
             check.seed = o.seed + i;
@@ -239,6 +270,7 @@ inline void verify_rules(std::vector<Rule>& rules, const GeneratorSpace& space, 
         [&](std::size_t done) {
             if (o.on_progress && done == jobs) o.on_progress({"verify", rules.size(), rules.size()});
         });
+    if (comm.size() > 1) share_verdicts(comm, rules, proof_seconds, mine);
     for (Rule& rule : rules)
         if (rule.verification == Verification::tested) pin_variable_ranks(rule, space);
     for (const Rule& rule : rules) {
