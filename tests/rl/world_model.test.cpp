@@ -12,6 +12,7 @@
 #include <rlflow/rl/world_model.hpp>
 
 #include "small_graphs.hpp"
+#include "small_mb_options.hpp"
 
 #include <doctest/doctest.h>
 
@@ -33,25 +34,7 @@ using Analytic = cost::AnalyticBackend;
 namespace {
 
 /// Small sizes that train in seconds.
-rl::MbOptions small_options(std::uint64_t seed) {
-    rl::MbOptions o;
-    o.model = {.latent = 4, .encoder_latent = 16, .message_passing_steps = 1, .lstm_hidden = 32, .components = 3,
-               .action_embedding = 8, .summary = 4, .head_hidden = 32, .target_rate = 0.05, .spread_floor = 0.2, .spread_weight = 10, .seed = seed};
-    o.controller = {.hidden = 32, .gain_hidden = 8, .noop_logit = -4.6, .seed = seed};
-    o.env.step_limit = 8;
-    o.dream = {.temperature = 1.0, .step_limit = 8, .batch = 8};
-    o.dream_horizon = 4;
-    o.dream_steps = 64;
-    o.ppo.minibatch_size = 16;
-    o.real_steps = 37;
-    o.random_steps = 20;
-    o.collect_steps = 10;
-    o.model_updates = 2;
-    o.windows = 4;
-    o.window_length = 4;
-    o.seed = seed;
-    return o;
-}
+rl::MbOptions small_options(std::uint64_t seed) { return test::small_mb_options(seed); }
 
 /// An episode of `env` from `graph`: the first valid xfer at its best location, `steps`
 /// times (or until nothing applies), then NO-OP. Deterministic.
@@ -244,14 +227,7 @@ TEST_CASE("model-based training counts every real step, and an agent directory r
     };
     const rl::MbOptions o = small_options(5);
     rl::MbTrainer<Float, Analytic> trainer({two_branches(), conv_chain(3)}, builtin(), costs, o, 1, count);
-    std::size_t iterations = 0;
-    while (!trainer.done()) {
-        const rl::MbLog log = trainer.iterate();
-        ++iterations;
-        CHECK(log.real_steps == trainer.real_steps());
-        CHECK(log.dream_steps >= iterations * o.dream_steps);
-        CHECK(std::isfinite(log.model.total));
-    }
+    const std::size_t iterations = test::train_to_budget(trainer, o);
     CHECK(trainer.real_steps() == o.real_steps);
     CHECK(iterations == 2);  // 20 random steps and 10 by the controller, then 7 more
     std::size_t stored = 0, rewrites = 0;

@@ -399,7 +399,7 @@ inline nlohmann::json iteration_json(const rl::MbLog& log, const std::vector<std
 
 /// --agent mb: trains the model-based agent until --real-steps (or --time-limit, or Ctrl-C).
 template <cost::CostBackend Backend>
-void train_mb_with(const TrainOptions& o, Backend backend) {
+void train_mb_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
     const std::filesystem::path dir(o.checkpoint);
     if (o.resume) throw precondition_error("--resume: a model-based agent cannot resume yet (its episode buffer is not saved); train a new one");
     if (!o.init_from.empty()) throw precondition_error("--init-from: only a model-free agent (--agent mf) starts from another yet");
@@ -429,14 +429,20 @@ void train_mb_with(const TrainOptions& o, Backend backend) {
                            .temperature = o.temperature, .cost_backend = reward.latency ? reward.latency->name() : model.name(),
                            .graphs = o.graphs, .seed = o.seed};
     const std::vector<std::string> keys = interface_keys(graphs);
-    rl::MbTrainer<AgentBackend, Backend> trainer(std::move(graphs), rules, model, options, o.jobs, reward.measure());
-    std::filesystem::create_directories(dir);
-    std::printf("training the model-based agent on %s: %zu xfers, rewards from %s, %zu real steps, %zu dream steps per iteration, "
-                "temperature %g\n",
-                join(state.graphs, ", ").c_str(), rules->size(), state.cost_backend.c_str(), o.real_steps, o.dream_steps, o.temperature);
+    rl::MbTrainer<AgentBackend, Backend> trainer(std::move(graphs), rules, model, options, o.jobs, reward.measure(), ranks.comm());
+    trainer.synchronise();
+    const bool root = ranks.root();
+    if (root) std::filesystem::create_directories(dir);
+    const std::string spread = ranks.size() == 1 ? std::string() : "; " + std::to_string(ranks.size()) + " ranks";
+    if (root)
+        std::printf("training the model-based agent on %s: %zu xfers, rewards from %s, %zu real steps, %zu dream steps per iteration, "
+                    "temperature %g%s\n",
+                    join(state.graphs, ", ").c_str(), rules->size(), state.cost_backend.c_str(), o.real_steps, o.dream_steps, o.temperature,
+                    spread.c_str());
     std::fflush(stdout);
     double seconds = 0;
     const auto save = [&] {
+        if (!root) return;
         state.real_steps = trainer.real_steps();
         state.dream_steps = trainer.dream_steps();
         state.episodes = trainer.episodes();
@@ -444,19 +450,29 @@ void train_mb_with(const TrainOptions& o, Backend backend) {
         rl::save_mb_agent(dir, state, trainer.model(), trainer.controller());
         save_cost_cache(model, cache, !o.cost_cache.empty());
     };
-    std::ofstream log(dir / "train.jsonl", std::ios::app);
-    RLFLOW_EXPECTS(log.good(), io_error, (dir / "train.jsonl").string() + ": cannot write the training log");
+    std::ofstream log;
+    if (root) log.open(dir / "train.jsonl", std::ios::app);
+    RLFLOW_EXPECTS(!root || log.good(), io_error, (dir / "train.jsonl").string() + ": cannot write the training log");
     const bool by_seconds = o.time_limit > 0;
-    ProgressBar bar(by_seconds ? "train (s)" : "train (real steps)", by_seconds ? static_cast<std::size_t>(std::ceil(o.time_limit)) : o.real_steps);
+    ProgressBar bar(by_seconds ? "train (s)" : "train (real steps)", by_seconds ? static_cast<std::size_t>(std::ceil(o.time_limit)) : o.real_steps,
+                    root);
     interrupted.store(false);
     const auto previous = std::signal(SIGINT, [](int) { interrupted.store(true); });
-    while (!interrupted.load() && !trainer.done() && !(by_seconds && seconds >= o.time_limit)) {
+    // Every rank decides alike: Ctrl-C on any, the real-step budget (counted over all), rank 0's clock.
+    const auto stops = [&] {
+        std::array<double, 1> clock{seconds};
+        ranks.comm().broadcast(std::span<double>(clock), 0);
+        seconds = clock[0];
+        return on_any_rank(ranks.comm(), interrupted.load()) || trainer.done() || (by_seconds && seconds >= o.time_limit);
+    };
+    while (!stops()) {
         const rl::MbLog u = trainer.iterate();
         seconds += u.model_seconds + u.dream_seconds + u.real_seconds;
         nlohmann::json line = iteration_json(u, state.graphs);
         line["elapsed_seconds"] = seconds;
-        log << line.dump() << "\n";
-        log.flush();
+        line["ranks"] = ranks.size();
+        if (root) log << line.dump() << "\n";
+        if (root) log.flush();
         char text[112];
         std::snprintf(text, sizeof text, "iteration %zu, real steps %zu, dream steps %zu, M loss %.3g", u.iteration, u.real_steps,
                       u.dream_steps, u.model.total);
@@ -467,22 +483,21 @@ void train_mb_with(const TrainOptions& o, Backend backend) {
     std::signal(SIGINT, previous);
     bar.finish();
     save();
-    std::printf("%s after %zu iterations, %zu real steps, %zu dream steps, %zu episodes; agent saved in %s\n",
-                interrupted.load() ? "interrupted" : "done", state.iterations, trainer.real_steps(), trainer.dream_steps(),
-                trainer.episodes(), dir.c_str());
+    if (root)
+        std::printf("%s after %zu iterations, %zu real steps, %zu dream steps, %zu episodes; agent saved in %s\n",
+                    interrupted.load() ? "interrupted" : "done", state.iterations, trainer.real_steps(), trainer.dream_steps(),
+                    trainer.episodes(), dir.c_str());
     if (reward.latency) write_fastest(*reward.latency, keys, o.graphs, dir);
 }
 
 inline void dispatch_train(const TrainOptions& o) {
     Ranks ranks;
-    if (ranks.size() > 1 && o.agent == "mb")
-        throw precondition_error("--agent mb: the model-based agent trains in one process yet; run it without mpirun");
     if (ranks.size() > 1 && o.reward == "ort-latency")
         throw precondition_error("--reward ort-latency times whole graphs, and ranks sharing a machine would disturb each other's "
                                  "timings; run it without mpirun");
     ranks.warn_if_bound(o.jobs);
     const auto run = [&](auto backend) {
-        if (o.agent == "mb") return train_mb_with(o, std::move(backend));
+        if (o.agent == "mb") return train_mb_with(o, std::move(backend), ranks);
         train_with(o, std::move(backend), ranks);
     };
     const std::string cost = o.cost == "auto" ? (cost::ort_unavailable_reason() ? "analytic" : "ort") : o.cost;

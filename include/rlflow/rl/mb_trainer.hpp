@@ -17,10 +17,20 @@
 /// Every real environment step is counted (real_steps(); the budget MbOptions::real_steps
 /// is never passed), apart from the dream steps. Episodes are kept in a buffer of at most
 /// `buffer_states` observations, the oldest dropped first.
+///
+/// Over the ranks of an AnyCommunicator (SPEC, "Scale-out"), every part is spread: each
+/// rank takes its share of the real steps (and the greedy episodes of every K-th graph)
+/// into a buffer of its own, its share of M's windows (the gradients all-reduced, weighted
+/// by transitions) and its share of the dream's rows (C's PPO update data-parallel,
+/// ppo_update_over). A rank draws its own actions, windows and dreams from a generator
+/// forked from the seed by its rank; the shuffles of C's update come from the run's
+/// generator, alike on every rank. One process is exactly the single-process trainer.
 
+#include <rlflow/core/communicator.hpp>
 #include <rlflow/core/error.hpp>
 #include <rlflow/core/parallel.hpp>
 #include <rlflow/core/random.hpp>
+#include <rlflow/nn/distributed.hpp>
 #include <rlflow/nn/optim.hpp>
 #include <rlflow/rl/controller.hpp>
 #include <rlflow/rl/dream.hpp>
@@ -30,11 +40,16 @@
 #include <rlflow/rl/world_model.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <deque>
 #include <limits>
 #include <memory>
+#include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace rlflow::rl {
@@ -96,17 +111,22 @@ template <nn::TensorBackend B, cost::CostBackend C>
 class MbTrainer {
 public:
     MbTrainer(std::vector<Graph> graphs, std::shared_ptr<const rewrite::RuleSet> rules, cost::CostModel<C>& costs, MbOptions options,
-              unsigned jobs = 1, const GraphMeasure& measure = {})
-        : m_options(options), m_graphs(std::move(graphs)), m_pool(std::make_unique<ThreadPool>(jobs)),
+              unsigned jobs = 1, const GraphMeasure& measure = {}, AnyCommunicator comm = {})
+        : m_options(options), m_comm(comm), m_graphs(std::move(graphs)), m_pool(std::make_unique<ThreadPool>(jobs)),
           m_model(static_cast<std::uint32_t>(rules->size()), options.model),
           m_controller(static_cast<std::uint32_t>(rules->size()), options.model.latent, options.model.lstm_hidden, options.controller),
           m_model_adam(m_model.parameters(), nn::AdamOptions{.learning_rate = nn::LearningRateSchedule::constant(options.model_learning_rate)}),
           m_controller_adam(m_controller.parameters(), nn::AdamOptions{.learning_rate = nn::LearningRateSchedule::constant(options.ppo.learning_rate)}),
           m_agent(m_model, m_controller, static_cast<std::uint32_t>(options.env.max_locations)),
-          m_dream(m_model, m_controller, dream_options(options)), m_rng(options.seed),
+          m_dream(m_model, m_controller, dream_options(options, m_comm)), m_rng(options.seed),
+          m_own(Rng(options.seed).fork(static_cast<std::uint64_t>(m_comm.rank()) + 1)),
           m_final(m_graphs.size(), std::numeric_limits<double>::quiet_NaN()), m_best(m_graphs.size(), std::numeric_limits<double>::quiet_NaN()) {
         RLFLOW_EXPECTS(!m_graphs.empty() && options.window_length > 0 && options.windows > 0 && options.dream_horizon > 0, precondition_error,
                        "MbTrainer needs graphs, windows and a dream horizon");
+        const auto ranks = static_cast<std::size_t>(m_comm.size());
+        RLFLOW_EXPECTS(options.windows >= ranks && options.dream.batch >= ranks && options.random_steps >= ranks, precondition_error,
+                       "MbTrainer over " + std::to_string(ranks) + " ranks needs as many of M's windows, dream rows and random steps at least");
+        m_turn = static_cast<std::size_t>(m_comm.rank());  // rank r starts on graph r
         m_envs.reserve(m_graphs.size());
         for (const Graph& g : m_graphs) {
             m_envs.emplace_back(rules, costs, options.env);
@@ -125,6 +145,15 @@ public:
     [[nodiscard]] Controller<B>& controller() noexcept { return m_controller; }
     [[nodiscard]] const std::deque<RealEpisode>& buffer() const noexcept { return m_buffer; }
     [[nodiscard]] const MbOptions& options() const noexcept { return m_options; }
+
+    /// Gives every rank rank 0's weights of M and C (every rank calls it; ranks made alike
+    /// already start equal).
+    void synchronise() {
+        const auto model = m_model.parameters();
+        const auto controller = m_controller.parameters();
+        nn::broadcast_parameters<B>(m_comm, std::span<nn::Parameter<B>* const>(model), 0);
+        nn::broadcast_parameters<B>(m_comm, std::span<nn::Parameter<B>* const>(controller), 0);
+    }
 
     /// One iteration (the file comment's steps 1-4).
     MbLog iterate() {
@@ -152,13 +181,20 @@ public:
         return log;
     }
 
-    /// `steps` real steps, by the random agent or by C; episodes go to the buffer. C's
-    /// first episode on each graph is greedy and unexplored.
+    /// `steps` real steps (of all ranks), by the random agent or by C; episodes go to the
+    /// buffer. C's first episode on each graph is greedy and unexplored (over the ranks, on
+    /// every K-th graph from the rank's own).
     void collect(std::size_t steps, bool random) {
         m_agent.refresh();
-        std::vector<char> evaluated(m_envs.size(), random ? 1 : 0);
-        std::size_t taken = 0;
-        while (taken < steps) {
+        const auto rank = static_cast<std::size_t>(m_comm.rank()), ranks = static_cast<std::size_t>(m_comm.size());
+        const auto [first, last] = rank_share(steps, m_comm.rank(), m_comm.size());
+        const std::size_t mine = last - first;
+        std::vector<char> evaluated(m_envs.size(), 1);
+        for (std::size_t g = rank; !random && g < m_envs.size(); g += ranks) evaluated[g] = 0;
+        std::vector<double> final_ratio(m_envs.size(), std::numeric_limits<double>::quiet_NaN());
+        std::vector<double> best_ratio = final_ratio;
+        std::size_t taken = 0, ended_here = 0;
+        while (taken < mine) {
             const std::size_t g = m_turn++ % m_envs.size();
             const bool greedy = !evaluated[g];
             evaluated[g] = 1;
@@ -168,12 +204,11 @@ public:
             episode.states.push_back(env.reset(m_graphs[g]));
             m_agent.begin_episode();
             bool ended = false;
-            while (taken < steps && !ended) {
+            while (taken < mine && !ended) {
                 const Observation* one[] = {&episode.states.back()};
-                const Action a = random ? random_action(*one[0]) : m_agent.act(one, m_rng, greedy).actions[0];
+                const Action a = random ? random_action(*one[0]) : m_agent.act(one, own(), greedy).actions[0];
                 StepResult r = env.step(a);
                 ++taken;
-                ++m_real_steps;
                 episode.actions.push_back(a);
                 episode.rewards.push_back(r.reward);
                 episode.dones.push_back(r.terminated ? 1 : 0);
@@ -181,20 +216,54 @@ public:
                 ended = r.terminated || r.truncated;
             }
             if (ended) {
-                ++m_episodes;
+                ++ended_here;
                 const double ratio = env.cost_ms() / env.initial_cost_ms();
-                if (greedy) m_final[g] = ratio;
-                if (!(m_best[g] <= ratio)) m_best[g] = ratio;
+                if (greedy) final_ratio[g] = ratio;
+                if (!(best_ratio[g] <= ratio)) best_ratio[g] = ratio;
             }
             store(std::move(episode));
         }
+        merge_collected(taken, ended_here, final_ratio, best_ratio);
     }
 
 private:
-    [[nodiscard]] static DreamOptions dream_options(const MbOptions& o) {
+    /// The dream's settings; over the ranks, this rank's share of the rows.
+    [[nodiscard]] static DreamOptions dream_options(const MbOptions& o, AnyCommunicator& comm) {
         DreamOptions d = o.dream;
         d.step_limit = o.env.step_limit;
+        const auto [first, last] = rank_share(o.dream.batch, comm.rank(), comm.size());
+        d.batch = std::max<std::size_t>(1, last - first);
         return d;
+    }
+
+    /// What draws this rank's own actions, windows and dreams: the run's generator on one
+    /// process, a fork of the seed by rank over several.
+    [[nodiscard]] Rng& own() noexcept { return m_comm.size() == 1 ? m_rng : m_own; }
+
+    /// Every rank's steps, episodes and cost ratios of a collection into the counters (the
+    /// ratios NaN where this rank had none: the first rank's greedy ratio of a graph, the
+    /// least best ratio).
+    void merge_collected(std::size_t taken, std::size_t ended, const std::vector<double>& final_ratio, const std::vector<double>& best_ratio) {
+        std::vector<double> counts{static_cast<double>(taken), static_cast<double>(ended)};
+        m_comm.all_reduce_sum(std::span<double>(counts));
+        m_real_steps += static_cast<std::size_t>(counts[0]);
+        m_episodes += static_cast<std::size_t>(counts[1]);
+        std::vector<double> mine = final_ratio;
+        mine.insert(mine.end(), best_ratio.begin(), best_ratio.end());
+        const std::size_t n = m_envs.size();
+        std::vector<double> ratios(2 * n, std::numeric_limits<double>::quiet_NaN());
+        for (const std::string& part : m_comm.size() == 1 ? std::vector<std::string>{to_bytes(std::span<const double>(mine))}
+                                                           : all_gather_bytes(m_comm, to_bytes(std::span<const double>(mine)))) {
+            const std::vector<double> theirs = from_bytes<double>(part);
+            for (std::size_t g = 0; g < n; ++g) {
+                if (!std::isnan(theirs[g]) && std::isnan(ratios[g])) ratios[g] = theirs[g];
+                if (!(ratios[n + g] <= theirs[n + g])) ratios[n + g] = theirs[n + g];
+            }
+        }
+        for (std::size_t g = 0; g < n; ++g) {
+            if (!std::isnan(ratios[g])) m_final[g] = ratios[g];
+            if (!(m_best[g] <= ratios[n + g])) m_best[g] = ratios[n + g];
+        }
     }
 
     /// The uniformly random masked agent: NO-OP with probability random_noop (always when
@@ -203,8 +272,8 @@ private:
         std::vector<std::uint32_t> valid;
         for (std::uint32_t x = 0; x < o.num_xfers; ++x)
             if (o.xfer_mask[x] != 0) valid.push_back(x);
-        if (valid.empty() || m_rng.uniform() < m_options.random_noop) return {o.num_xfers, 0};
-        const std::uint32_t x = valid[m_rng.next() % valid.size()];
+        if (valid.empty() || own().uniform() < m_options.random_noop) return {o.num_xfers, 0};
+        const std::uint32_t x = valid[own().next() % valid.size()];
         return {x, best_location(o, x)};
     }
 
@@ -220,30 +289,55 @@ private:
 
     /// M's gradient steps on random windows (half of them from an episode's start, where
     /// dream episodes start with h = 0): model_updates, or more when `new_steps` new real
-    /// steps need them to be visited model_visits times each on average.
+    /// steps need them to be visited model_visits times each on average. Over the ranks,
+    /// each draws its share of the windows from its own buffer.
     WorldModelLosses train_model(std::size_t new_steps) {
         WorldModelLosses mean;
         const std::size_t per_update = m_options.windows * m_options.window_length;
         const std::size_t updates = std::max(m_options.model_updates, (m_options.model_visits * new_steps + per_update - 1) / per_update);
+        const auto [first, last] = rank_share(m_options.windows, m_comm.rank(), m_comm.size());
         for (std::size_t u = 0; u < updates; ++u) {
             std::vector<EpisodeWindow> windows;
-            for (std::size_t w = 0; w < m_options.windows; ++w) {
-                const RealEpisode& e = m_buffer[m_rng.next() % m_buffer.size()];
-                const std::size_t offset = m_rng.uniform() < 0.5 ? 0 : m_rng.next() % e.size();
+            for (std::size_t w = first; w < last; ++w) {
+                const RealEpisode& e = m_buffer[own().next() % m_buffer.size()];
+                const std::size_t offset = own().uniform() < 0.5 ? 0 : own().next() % e.size();
                 windows.push_back({&e, offset, std::min(m_options.window_length, e.size() - offset)});
             }
             m_model_adam.zero_grad();
-            const WorldModelLosses l = m_model.add_gradient(std::move(windows));
+            WorldModelLosses l = m_model.add_gradient(std::move(windows));
+            if (m_comm.size() > 1) l = all_ranks_model_step(l);
             m_model_adam.step(m_options.model_max_grad_norm);
             m_model.update_target(m_options.model.target_rate);
             const double k = 1.0 / static_cast<double>(u + 1);  // running means
-            for (auto [into, x] : {std::pair{&mean.nll_per_dim, l.nll_per_dim}, {&mean.reward, l.reward}, {&mean.done, l.done},
-                                   {&mean.mask, l.mask}, {&mean.gains, l.gains}, {&mean.summary, l.summary}, {&mean.spread, l.spread}, {&mean.total, l.total},
-                                   {&mean.reward_error, l.reward_error}})
-                *into += (x - *into) * k;
+            for (auto [into, x] : loss_fields(mean, l)) *into += (x - *into) * k;
             mean.steps += l.steps;
         }
         return mean;
+    }
+
+    /// The fields of `into` averaged, paired with those of `l`.
+    [[nodiscard]] static std::array<std::pair<double*, double>, 9> loss_fields(WorldModelLosses& into, const WorldModelLosses& l) {
+        return {std::pair{&into.nll_per_dim, l.nll_per_dim}, {&into.reward, l.reward}, {&into.done, l.done}, {&into.mask, l.mask},
+                {&into.gains, l.gains}, {&into.summary, l.summary}, {&into.spread, l.spread}, {&into.total, l.total},
+                {&into.reward_error, l.reward_error}};
+    }
+
+    /// M's gradients averaged over the ranks, weighted by their transitions, and the
+    /// losses likewise: what one process's step over all the windows computes.
+    [[nodiscard]] WorldModelLosses all_ranks_model_step(const WorldModelLosses& mine) {
+        const auto params = m_model.parameters();
+        nn::all_reduce_mean_gradients<B>(m_comm, std::span<nn::Parameter<B>* const>(params), static_cast<double>(mine.steps));
+        WorldModelLosses scratch;
+        const auto fields = loss_fields(scratch, mine);
+        std::vector<double> sums;
+        for (const auto& [unused, x] : fields) sums.push_back(x * static_cast<double>(mine.steps));
+        sums.push_back(static_cast<double>(mine.steps));
+        m_comm.all_reduce_sum(std::span<double>(sums));
+        WorldModelLosses all;
+        all.steps = static_cast<std::size_t>(sums.back());
+        const auto out = loss_fields(all, mine);
+        for (std::size_t i = 0; i < out.size(); ++i) *out[i].first = sums[i] / sums.back();
+        return all;
     }
 
     /// Where dream episodes start: V's z of each training graph's start, with its real
@@ -259,8 +353,8 @@ private:
         for (std::size_t r = 0; r < repeats; ++r)
             for (const Observation& o : m_starts) observations.push_back(&o);
         for (std::size_t k = 0; k < replayed && !m_buffer.empty(); ++k) {
-            const RealEpisode& e = m_buffer[m_rng.next() % m_buffer.size()];
-            observations.push_back(&e.states[m_rng.next() % e.size()]);
+            const RealEpisode& e = m_buffer[own().next() % m_buffer.size()];
+            observations.push_back(&e.states[own().next() % e.size()]);
         }
         nn::Tape<B> tape;
         nn::NoGrad<B> no_grad(tape);
@@ -274,7 +368,8 @@ private:
         return starts;
     }
 
-    /// PPO updates of C on dream rollouts until dream_steps steps.
+    /// PPO updates of C on dream rollouts until dream_steps steps (of all ranks: each
+    /// dreams its rows, and the update is data-parallel).
     UpdateStats train_controller(DreamStats& dream) {
         const std::vector<DreamStart> starts = dream_starts();
         UpdateStats last;
@@ -282,9 +377,10 @@ private:
         while (steps < m_options.dream_steps) {
             m_dream.refresh(m_model, m_controller);
             DreamStats s;
-            const auto segments = m_dream.collect(starts, m_options.dream_horizon, m_rng, s);
-            last = ppo_update(m_controller, m_controller_adam, std::span<const BasicRolloutSegment<DreamInput>>(segments), m_options.ppo,
-                              m_rng, m_pool.get());
+            const auto segments = m_dream.collect(starts, m_options.dream_horizon, own(), s);
+            last = ppo_update_over<B>(m_comm, m_controller, m_controller_adam, std::span<const BasicRolloutSegment<DreamInput>>(segments),
+                                      m_options.ppo, m_rng, m_pool.get());
+            if (m_comm.size() > 1) s = all_ranks_dream(s);
             steps += s.steps;
             dream = s;
         }
@@ -293,7 +389,21 @@ private:
         return last;
     }
 
+    /// The ranks' dream statistics together (the means weighted by episodes).
+    [[nodiscard]] DreamStats all_ranks_dream(const DreamStats& mine) {
+        const auto ended = static_cast<double>(mine.episodes_ended);
+        std::array<double, 4> sums{static_cast<double>(mine.steps), ended, mine.mean_return * ended, mine.mean_length * ended};
+        m_comm.all_reduce_sum(std::span<double>(sums));
+        DreamStats all;
+        all.steps = static_cast<std::size_t>(sums[0]);
+        all.episodes_ended = static_cast<std::size_t>(sums[1]);
+        all.mean_return = sums[1] > 0 ? sums[2] / sums[1] : 0;
+        all.mean_length = sums[1] > 0 ? sums[3] / sums[1] : 0;
+        return all;
+    }
+
     MbOptions m_options;
+    AnyCommunicator m_comm;
     std::vector<Graph> m_graphs;
     std::unique_ptr<ThreadPool> m_pool;
     WorldModel<B> m_model;
@@ -303,6 +413,7 @@ private:
     ModelBasedAgent<B> m_agent;
     Dream m_dream;
     Rng m_rng;
+    Rng m_own;
     std::vector<GraphEnv<C>> m_envs;
     std::vector<Observation> m_starts;
     std::deque<RealEpisode> m_buffer;

@@ -40,9 +40,10 @@ namespace rlflow::synth {
 
 /// Generates, prunes and verifies rules over `space` (see the file comment). The result
 /// is deterministic under `options.seed` whatever `options.jobs` is. Over the ranks of
-/// `comm`, every rank enumerates and pairs alike, the ranks split the verification (the
-/// stage that grows fastest with max_ops: one Z3 proof per rule), and every rank returns
-/// the same result, which is the single process's.
+/// `comm`, every rank enumerates alike, the ranks split the exact comparison of each
+/// fingerprint bucket's members (by bucket) and the verification (the stage that grows
+/// fastest with max_ops: one Z3 proof per rule; by rule), and every rank returns the same
+/// result, which is the single process's.
 [[nodiscard]] inline GeneratedRules generate_rules(const GeneratorSpace& space, const GeneratorOptions& options = {},
                                                    AnyCommunicator comm = {}) {
     RLFLOW_EXPECTS(space.variables.size() < detail::no_tensor / 2, precondition_error, "too many generator variables");
@@ -51,7 +52,7 @@ namespace rlflow::synth {
     const std::vector<detail::GenGraph> graphs = detail::enumerate_graphs(space, options, out.report);
     out.report.enumerate_seconds = detail::seconds_since(start);
     start = detail::Clock::now();
-    const auto classes = detail::equal_classes(graphs, space, options);
+    const auto classes = detail::equal_classes(graphs, space, options, comm);
     out.report.classes = classes.size();
     const std::vector<detail::Candidate> candidates = detail::prune_candidates(graphs, classes, space, options, out.report);
     detail::OpApplier applier(space);

@@ -5,6 +5,7 @@
 /// graphs of equal fingerprints into classes whose outputs are exactly equal on every
 /// exact input set.
 
+#include <rlflow/core/communicator.hpp>
 #include <rlflow/core/parallel.hpp>
 #include <rlflow/synth/detail/generator_enumerator.hpp>
 #include <rlflow/synth/detail/generator_graph.hpp>
@@ -14,6 +15,9 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdint>
+#include <span>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -102,11 +106,40 @@ struct Evaluated {
     return e;
 }
 
+/// Every rank's classes of the buckets it compared (per_bucket[b] filled where it did),
+/// into every rank's `per_bucket`: per bucket, its index, its class count, then each
+/// class's size and members.
+inline void share_buckets(AnyCommunicator& comm, std::vector<std::vector<std::vector<std::size_t>>>& per_bucket) {
+    std::vector<std::uint64_t> packed;
+    for (std::size_t b = 0; b < per_bucket.size(); ++b) {
+        if (per_bucket[b].empty()) continue;
+        packed.insert(packed.end(), {b, per_bucket[b].size()});
+        for (const std::vector<std::size_t>& c : per_bucket[b]) {
+            packed.push_back(c.size());
+            packed.insert(packed.end(), c.begin(), c.end());
+        }
+    }
+    for (const std::string& part : all_gather_bytes(comm, to_bytes(std::span<const std::uint64_t>(packed)))) {
+        const std::vector<std::uint64_t> values = from_bytes<std::uint64_t>(part);
+        for (std::size_t i = 0; i < values.size();) {
+            std::vector<std::vector<std::size_t>>& classes = per_bucket.at(values[i]);
+            const std::size_t count = values[i + 1];
+            i += 2;
+            classes.clear();
+            for (std::size_t k = 0; k < count; ++k) {
+                const std::size_t size = values[i++];
+                classes.emplace_back(values.begin() + static_cast<std::ptrdiff_t>(i), values.begin() + static_cast<std::ptrdiff_t>(i + size));
+                i += size;
+            }
+        }
+    }
+}
+
 /// Groups graphs with equal fingerprints into classes of exactly equal outputs (on every
 /// input set, output by output in fingerprint order). Classes of one are dropped.
 [[nodiscard]] inline std::vector<std::vector<std::size_t>> equal_classes(const std::vector<GenGraph>& graphs,
                                                                          const GeneratorSpace& space,
-                                                                         const GeneratorOptions& o) {
+                                                                         const GeneratorOptions& o, AnyCommunicator comm = {}) {
     std::unordered_map<std::uint64_t, std::vector<std::size_t>> buckets;
     for (std::size_t i = 0; i < graphs.size(); ++i) buckets[graphs[i].fingerprint].push_back(i);
     std::vector<std::vector<std::size_t>> candidates;
@@ -119,9 +152,12 @@ struct Evaluated {
     const unsigned jobs = std::max(1u, o.jobs);
     std::vector<OpApplier> appliers(jobs, OpApplier(space));
     std::vector<std::vector<std::vector<std::size_t>>> per_bucket(candidates.size());
+    // Over the ranks, rank r compares the members of buckets r, r + K, ...
+    const auto rank = static_cast<std::size_t>(comm.rank()), ranks = static_cast<std::size_t>(comm.size());
     parallel_for(
         candidates.size(), jobs,
         [&](std::size_t b, unsigned w) {
+            if (b % ranks != rank) return;
             std::vector<std::pair<Evaluated, std::vector<std::size_t>>> groups;
             for (const std::size_t i : candidates[b]) {
                 Evaluated e;
@@ -142,6 +178,7 @@ struct Evaluated {
         [&](std::size_t done) {
             if (o.on_progress) o.on_progress({"classes", done, candidates.size()});
         });
+    if (ranks > 1) share_buckets(comm, per_bucket);
     std::vector<std::vector<std::size_t>> classes;
     for (auto& bucket : per_bucket)
         for (auto& c : bucket) classes.push_back(std::move(c));
