@@ -278,14 +278,20 @@ inline std::shared_ptr<const rewrite::RuleSet> mf_action_space(const TrainOption
 /// Why training stops now, the same answer on every rank: Ctrl-C on any, or a limit.
 enum class Stop { no, by_user, at_limit };
 
-/// Whether training stops before another update; `seconds` becomes rank 0's, which the
-/// time limit and the progress bar count.
-inline Stop training_stops(const TrainOptions& o, AnyCommunicator& comm, std::size_t updates_end, const rl::AgentState& state,
-                           double& seconds) {
+/// Whether Ctrl-C reached any rank, the same answer on every rank; `seconds` becomes rank
+/// 0's, which time limits and progress bars count.
+inline bool interrupted_on_any_rank(AnyCommunicator& comm, double& seconds) {
     std::array<double, 1> clock{seconds};
     comm.broadcast(std::span<double>(clock), 0);
     seconds = clock[0];
-    if (on_any_rank(comm, interrupted.load())) return Stop::by_user;
+    return on_any_rank(comm, interrupted.load());
+}
+
+/// Whether model-free training stops before another update (interrupted_on_any_rank, then
+/// the limits).
+inline Stop training_stops(const TrainOptions& o, AnyCommunicator& comm, std::size_t updates_end, const rl::AgentState& state,
+                           double& seconds) {
+    if (interrupted_on_any_rank(comm, seconds)) return Stop::by_user;
     const bool limit_reached = (updates_end > 0 && state.updates >= updates_end) || (o.episodes > 0 && state.episodes >= o.episodes)
                           || (o.time_limit > 0 && seconds >= o.time_limit);
     return limit_reached ? Stop::at_limit : Stop::no;
@@ -460,10 +466,7 @@ void train_mb_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
     const auto previous = std::signal(SIGINT, [](int) { interrupted.store(true); });
     // Every rank decides alike: Ctrl-C on any, the real-step budget (counted over all), rank 0's clock.
     const auto stops = [&] {
-        std::array<double, 1> clock{seconds};
-        ranks.comm().broadcast(std::span<double>(clock), 0);
-        seconds = clock[0];
-        return on_any_rank(ranks.comm(), interrupted.load()) || trainer.done() || (by_seconds && seconds >= o.time_limit);
+        return interrupted_on_any_rank(ranks.comm(), seconds) || trainer.done() || (by_seconds && seconds >= o.time_limit);
     };
     while (!stops()) {
         const rl::MbLog u = trainer.iterate();
