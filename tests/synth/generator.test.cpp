@@ -391,3 +391,40 @@ TEST_CASE("generator: proved rules are proved again after a round trip through a
     }));
     check_proofs_survive_round_trip(c.rules, o);
 }
+
+TEST_CASE("shares of the enumeration on 3 ranks, merged by key, are the single process's graphs and counts") {
+    const GeneratorSpace space = matrix_space();
+    const GeneratorOptions o = quick(3);
+    synth::GeneratorReport single;
+    const std::vector<synth::detail::GenGraph> one = synth::detail::enumerate_graphs(space, o, single);
+    constexpr std::size_t ranks = 3;
+    std::vector<std::string> parts;
+    std::size_t share_states = 0;
+    for (std::size_t r = 0; r < ranks; ++r) {
+        const synth::detail::EnumerationShare share = synth::detail::enumerate_share(space, o, r, ranks);
+        share_states += share.counts.states;
+        CHECK(share.states.size() == share.counts.states);
+        parts.push_back(synth::detail::pack_enumeration(share));
+    }
+    synth::detail::MergedEnumeration merged = synth::detail::merge_enumerations(parts);
+    MESSAGE("states on 3 ranks ", share_states, " against ", single.states, " on one process");
+    CHECK(share_states > single.states);  // some graphs are reachable from first nodes of two ranks
+    CHECK(merged.counts.states == single.states);
+    CHECK(merged.counts.recorded == single.graphs);
+    CHECK(merged.counts.redundant == single.redundant_states);
+    CHECK(merged.counts.inexact == single.inexact);
+    synth::detail::add_variable_graphs(space, o, merged.graphs);
+    REQUIRE(merged.graphs.size() == one.size());
+    std::size_t different = 0;
+    for (std::size_t i = 0; i < one.size(); ++i) {
+        const auto& a = one[i];
+        const auto& b = merged.graphs[i];
+        different += a.key == b.key && a.nodes == b.nodes && a.outputs == b.outputs && a.fingerprint == b.fingerprint
+                             && a.redundant == b.redundant
+                         ? 0
+                         : 1;
+    }
+    CHECK(different == 0);
+    parts[1].resize(parts[1].size() / 2);
+    CHECK_THROWS_AS((void)synth::detail::merge_enumerations(parts), precondition_error);
+}

@@ -18,6 +18,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -124,12 +125,12 @@ static_assert(Communicator<AnyCommunicator>);
 /// Every rank's `mine`, in rank order, on every rank (a gather at rank 0 and a broadcast).
 template <Communicator C>
 [[nodiscard]] std::vector<std::string> all_gather_bytes(C& comm, const std::string& mine) {
-    const std::vector<std::string> parts = comm.gather_bytes(mine, 0);
+    std::vector<std::string> parts = comm.gather_bytes(mine, 0);
     std::vector<double> lengths(static_cast<std::size_t>(comm.size()));
     std::string joined;
     for (std::size_t r = 0; r < parts.size(); ++r) {
         lengths[r] = static_cast<double>(parts[r].size());
-        joined += parts[r];
+        joined += std::exchange(parts[r], {});  // each part freed once joined: large gathers hold two copies at most
     }
     comm.broadcast(std::span<double>(lengths), 0);
     comm.broadcast_bytes(joined, 0);
@@ -161,7 +162,7 @@ template <class T>
 }
 template <class T>
     requires std::is_trivially_copyable_v<T>
-[[nodiscard]] std::vector<T> from_bytes(const std::string& bytes) {
+[[nodiscard]] std::vector<T> from_bytes(std::string_view bytes) {
     RLFLOW_EXPECTS(bytes.size() % sizeof(T) == 0, precondition_error,
                    "from_bytes: " + std::to_string(bytes.size()) + " bytes are not whole values of " + std::to_string(sizeof(T)));
     std::vector<T> values(bytes.size() / sizeof(T));

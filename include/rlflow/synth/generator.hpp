@@ -40,16 +40,17 @@ namespace rlflow::synth {
 
 /// Generates, prunes and verifies rules over `space` (see the file comment). The result
 /// is deterministic under `options.seed` whatever `options.jobs` is. Over the ranks of
-/// `comm`, every rank enumerates alike, the ranks split the exact comparison of each
-/// fingerprint bucket's members (by bucket) and the verification (the stage that grows
-/// fastest with max_ops: one Z3 proof per rule; by rule), and every rank returns the same
-/// result, which is the single process's.
+/// `comm`, the ranks split the enumeration (by first node; their graphs are merged on every
+/// rank), the exact comparison of each fingerprint bucket's members (by bucket) and the
+/// verification (the stage that grows fastest with max_ops: one Z3 proof per rule; by
+/// rule); pairing and pruning run alike on every rank. Every rank returns the same result,
+/// which is the single process's, report counts included.
 [[nodiscard]] inline GeneratedRules generate_rules(const GeneratorSpace& space, const GeneratorOptions& options = {},
                                                    AnyCommunicator comm = {}) {
     RLFLOW_EXPECTS(space.variables.size() < detail::no_tensor / 2, precondition_error, "too many generator variables");
     GeneratedRules out;
     auto start = detail::Clock::now();
-    const std::vector<detail::GenGraph> graphs = detail::enumerate_graphs(space, options, out.report);
+    const std::vector<detail::GenGraph> graphs = detail::enumerate_graphs(space, options, out.report, comm);
     out.report.enumerate_seconds = detail::seconds_since(start);
     start = detail::Clock::now();
     const auto classes = detail::equal_classes(graphs, space, options, comm);

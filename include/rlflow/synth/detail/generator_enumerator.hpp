@@ -38,6 +38,17 @@ struct EnumerationLimits {
     std::size_t max_outputs = 2;
     std::uint64_t seed = 0;
     std::int64_t value_bound = 3;
+    /// Keep a StateLog per state (for ranks that enumerate shares of the roots, each with
+    /// its own SeenStates: their counts are merged over the union of their states).
+    bool log_states = false;
+};
+
+/// One expanded state, for merging counts over ranks: its key, whether it holds two equal
+/// tensors, and how many of its extensions were not exact. 24 bytes, no padding.
+struct StateLog {
+    GraphKey key;
+    std::uint32_t inexact_children = 0;
+    std::uint32_t redundant = 0;
 };
 
 /// Counts of one enumeration.
@@ -110,11 +121,15 @@ public:
             if (t != no_tensor) in.push_back(m_tensors[t].type);
         const Applied* applied = m_applier.apply(first.op, in);
         RLFLOW_ASSERT(applied != nullptr);
-        visit(first, *applied);
+        if (!visit(first, *applied)) ++m_roots_inexact;
     }
 
     [[nodiscard]] std::vector<GenGraph>& recorded() noexcept { return m_recorded; }
     [[nodiscard]] const EnumerationCounts& counts() const noexcept { return m_counts; }
+    /// The expanded states (with EnumerationLimits::log_states).
+    [[nodiscard]] const std::vector<StateLog>& states() const noexcept { return m_states; }
+    /// First nodes that were not exact (counted in counts().inexact too).
+    [[nodiscard]] std::size_t roots_inexact() const noexcept { return m_roots_inexact; }
 
 private:
     struct TensorInfo {
@@ -215,24 +230,28 @@ private:
         return true;
     }
 
-    /// Adds `n`, records the graph, goes deeper, and removes `n` again.
-    void visit(const GenNode& n, const Applied& applied) {
+    /// Adds `n`, records the graph, goes deeper, and removes `n` again. False if `n`'s
+    /// outputs are not exact (nothing added).
+    bool visit(const GenNode& n, const Applied& applied) {
         if (!push(n, applied)) {
             ++m_counts.inexact;
-            return;
+            return false;
         }
         const std::size_t outputs = unconsumed_outputs();
         const std::size_t remaining = m_limits.max_ops - m_nodes.size();
         const bool reachable = outputs <= m_limits.max_outputs + remaining * (max_generator_arity - 1);
-        if (reachable && m_seen.insert(key())) {
+        if (const GraphKey k = reachable ? key() : GraphKey{}; reachable && m_seen.insert(k)) {
             ++m_counts.states;
             const bool redundant = holds_equal_tensors(n.num_outputs);
             m_counts.redundant += redundant ? 1 : 0;
-            if (outputs >= 1 && outputs <= m_limits.max_outputs) record(redundant);
+            if (outputs >= 1 && outputs <= m_limits.max_outputs) record(k, redundant);
+            std::uint32_t inexact_children = 0;
             if (!redundant && remaining > 0)
-                for_each_candidate([&](const GenNode& next, const Applied& a) { visit(next, a); });
+                for_each_candidate([&](const GenNode& next, const Applied& a) { inexact_children += visit(next, a) ? 0 : 1; });
+            if (m_limits.log_states) m_states.push_back({k, inexact_children, redundant ? 1u : 0u});
         }
         pop(n);
+        return true;
     }
 
     /// Appends `n` and its exact outputs; false (and nothing appended) if they are not exact.
@@ -304,11 +323,11 @@ private:
         return false;
     }
 
-    void record(bool redundant) {
+    void record(const GraphKey& key, bool redundant) {
         GenGraph g;
         g.nodes = m_nodes;
         g.redundant = redundant;
-        g.key = key();
+        g.key = key;
         std::vector<std::pair<std::uint64_t, std::uint16_t>> outs;
         for (std::size_t t = m_variables; t < m_tensors.size(); ++t)
             if (m_tensors[t].uses == 0) outs.emplace_back(m_tensors[t].fingerprint, static_cast<std::uint16_t>(t));
@@ -335,7 +354,9 @@ private:
     std::vector<GenNode> m_nodes;
     std::vector<std::pair<std::uint64_t, std::uint64_t>> m_node_hashes;
     std::vector<GenGraph> m_recorded;
+    std::vector<StateLog> m_states;
     EnumerationCounts m_counts;
+    std::size_t m_roots_inexact = 0;
 };
 
 }  // namespace rlflow::synth::detail
