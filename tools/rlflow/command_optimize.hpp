@@ -19,9 +19,6 @@
 #include <rlflow/core/statistics.hpp>
 #include <rlflow/cost.hpp>
 #include <rlflow/cost/ort_backend.hpp>
-#if defined(RLFLOW_HAS_CUDA)
-#include <rlflow/cost/cudnn_profiler.hpp>
-#endif
 #include <rlflow/exec/fold_weights.hpp>
 #include <rlflow/onnx/export.hpp>
 #include <rlflow/rewrite.hpp>
@@ -561,11 +558,10 @@ inline OptimizedModel optimize_model(const OptimizeOptions& o, const Graph& orig
         return optimize_graph(o, original, input_file, cost::OrtBackend(ort), cpu_target(), true);
     }
     if (cost == "cudnn") {
-#if defined(RLFLOW_HAS_CUDA)
-        return optimize_graph(o, original, input_file, cost::CudnnProfiler{0}, "GPU 0 (cuDNN/cuBLAS)", false);
-#else
-        throw precondition_error("--cost cudnn needs rlflow built with CUDA (RLFLOW_ENABLE_CUDA) and a GPU");
-#endif
+        const LoadedCudaPlugin& plugin = cuda_plugin();
+        if (!plugin.api) throw precondition_error("--cost cudnn needs a GPU and rlflow's CUDA plugin: " + plugin.reason);
+        return optimize_graph(o, original, input_file, PluginCostBackend(plugin.api->make_profiler(0)),
+                              "GPU 0 (cuDNN/cuBLAS)", false);
     }
     const bool on_cpu = device == "cpu";
     return optimize_graph(o, original, input_file, cost::AnalyticBackend::preset(device),

@@ -3,10 +3,9 @@
 // GPU) and how it prices ops for it (the cost backend), chosen on purpose and named in
 // the console and the report; and where measured op costs are cached between runs.
 
+#include "cuda_loader.hpp"
+
 #include <rlflow/cost/ort_worker.hpp>
-#if defined(RLFLOW_HAS_CUDA)
-#include <rlflow/cost/cudnn_profiler.hpp>
-#endif
 
 #include <cctype>
 #include <cstdlib>
@@ -30,13 +29,11 @@ inline std::string host_cpu_name() {
     return "this machine's CPU";
 }
 
-/// Whether a CUDA device can be used (a CUDA build with a visible GPU).
+/// Whether a CUDA device can be used (a CUDA build with a visible GPU). Loads the CUDA
+/// plugin only on a machine that shows an NVIDIA device.
 inline bool gpu_available() {
-#if defined(RLFLOW_HAS_CUDA)
-    return cost::CudnnProfiler::device_count() > 0;
-#else
-    return false;
-#endif
+    const LoadedCudaPlugin& plugin = cuda_plugin();
+    return plugin.api && plugin.api->device_count() > 0;
 }
 
 /// The cost backend `--cost auto` means: cudnn with a GPU; else ort when ONNX Runtime

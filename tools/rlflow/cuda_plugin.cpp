@@ -1,0 +1,31 @@
+// The CLI's CUDA plugin (librlflow_cuda_plugin.so): the cuDNN/cuBLAS profiler behind the
+// interface of cuda_plugin.hpp. The only translation unit of the CLI that links CUDA.
+
+#include "cuda_plugin.hpp"
+
+#include <rlflow/cost/cudnn_profiler.hpp>
+
+#include <memory>
+#include <string>
+
+namespace {
+
+class PluginProfiler final : public rlflow::cli::GpuCostBackend {
+public:
+    explicit PluginProfiler(int device) : m_profiler(device) {}
+    [[nodiscard]] double op_cost_ms(const rlflow::cost::OpSignature& op) override { return m_profiler.op_cost_ms(op); }
+    [[nodiscard]] std::string name() const override { return m_profiler.name(); }
+
+private:
+    rlflow::cost::CudnnProfiler m_profiler;
+};
+
+int device_count() noexcept { return rlflow::cost::CudnnProfiler::device_count(); }
+
+std::unique_ptr<rlflow::cli::GpuCostBackend> make_profiler(int device) { return std::make_unique<PluginProfiler>(device); }
+
+const rlflow::cli::CudaPluginApi api{rlflow::cli::CudaPluginApi::current_version, &device_count, &make_profiler};
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) const rlflow::cli::CudaPluginApi* rlflow_cuda_plugin_api() { return &api; }
