@@ -19,7 +19,7 @@ TEST_CASE("zoo list names every built-in model") {
     const Result r = run_cli("zoo list");
     CHECK(r.exit_code == 0);
     for (const char* name : {"resnet18", "resnet50", "inception_v3", "squeezenet1_1", "bert", "resnext50", "nasnet_a",
-                             "nasrnn", "vit_base"})
+                             "nasrnn", "vit_base", "encoder_small"})
         CHECK_MESSAGE(r.output.find(name) != std::string::npos, name);
 }
 

@@ -20,14 +20,14 @@ using namespace model_facts;
 namespace {
 
 const std::string all_names
-    = "resnet18, resnet50, inception_v3, squeezenet1_1, bert, resnext50, nasnet_a, nasrnn, vit_base";
+    = "resnet18, resnet50, inception_v3, squeezenet1_1, bert, resnext50, nasnet_a, nasrnn, vit_base, encoder_small";
 
 /// Op kind -> count over the whole graph.
 std::map<std::string, std::size_t> histogram(const Graph& g) { return graph_statistics(g).op_histogram; }
 
 }  // namespace
 
-TEST_CASE("the zoo lists the thesis's five graphs and TASO's and X-RLflow's four") {
+TEST_CASE("the zoo lists the thesis's five graphs, TASO's and X-RLflow's four, and the small encoder") {
     std::string names;
     for (const auto& entry : models::zoo_entries()) {
         names += (names.empty() ? "" : ", ") + std::string(entry.name);
@@ -59,7 +59,8 @@ TEST_CASE("zoo models produce their documented output shapes") {
     const std::pair<const char*, Shape> expected[]
         = {{"resnet18", {1, 1000}},       {"resnet50", {1, 1000}}, {"inception_v3", {1, 1000}},
            {"squeezenet1_1", {1, 1000}},  {"bert", {1, 128, 768}}, {"resnext50", {1, 1000}},
-           {"nasnet_a", {1, 5120, 7, 7}}, {"nasrnn", {1, 512}},    {"vit_base", {1, 1000}}};
+           {"nasnet_a", {1, 5120, 7, 7}}, {"nasrnn", {1, 512}},    {"vit_base", {1, 1000}},
+           {"encoder_small", {1, 32, 64}}};
     for (const auto& [name, shape] : expected) {
         CAPTURE(name);
         const Graph g = models::build_zoo_model(name);
@@ -134,4 +135,35 @@ TEST_CASE("every zoo model runs in the reference executor with finite outputs of
         }
         CHECK(result.peak_activation_bytes == memory_profile(g).peak_activation_bytes);
     }
+}
+
+TEST_CASE("a depth builds the scale family: nodes grow by a fixed count per unit, and the default depth is the model") {
+    for (const auto& entry : models::zoo_entries()) {
+        if (entry.depth_unit.empty()) continue;
+        CAPTURE(entry.name);
+        const std::string name(entry.name);
+        const std::size_t one = models::build_zoo_model(name + ":1").num_nodes();
+        const std::size_t two = models::build_zoo_model(name + ":2").num_nodes();
+        const std::size_t five = models::build_zoo_model(name + ":5").num_nodes();
+        CHECK(two > one);
+        CHECK(five - one == 4 * (two - one));  // each unit adds the same nodes
+        CHECK(canonical_form(models::build_zoo_model(name)) == canonical_form(models::build_zoo_model(name, {.depth = 0})));
+        CHECK(models::build_zoo_model(name, {.depth = 2}).num_nodes() == two);
+    }
+    // 100,000 nodes without a file, in the reference executor's reach (weights of 64 x 64).
+    const Graph big = models::build_zoo_model("encoder_small:1900");
+    MESSAGE("encoder_small:1900 has ", big.num_nodes(), " nodes and ", trainable_parameters(big), " parameters");
+    CHECK(big.num_nodes() >= 100000);
+    CHECK_NOTHROW(big.validate());
+}
+
+TEST_CASE("a bad depth, or a depth for a model without one, is a precondition error that says what is allowed") {
+    for (const char* bad : {"bert:0", "bert:x", "bert:12x", "bert:", "bert:99999"})
+        CHECK_THROWS_WITH_AS((void)models::build_zoo_model(bad),
+                             doctest::Contains("the depth after ':' must be a whole number from 1 to 4096"),
+                             precondition_error);
+    CHECK_THROWS_WITH_AS((void)models::build_zoo_model("squeezenet1_1:3"),
+                         doctest::Contains("'squeezenet1_1' has no depth setting"), precondition_error);
+    CHECK_THROWS_WITH_AS((void)models::build_zoo_model("nope:3"), doctest::Contains("unknown zoo model 'nope'"),
+                         precondition_error);
 }
