@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Seconds and peak memory against graph size, for docs/scaling.md.
+
+Runs the built `rlflow` on the scale family's small transformer encoder
+(`zoo:encoder_small:DEPTH`, about 53 nodes a layer) at several depths: ONNX import (the
+model written by `rlflow convert`, read back by `rlflow info`), then `rlflow optimize`
+with each search (analytic cost, no ORT guard, so that the search and the verification
+are what is timed). Each run is timed by /usr/bin/time (wall seconds, max RSS); a method
+that exceeds --timeout at one size is not run at larger ones. Writes a Markdown table, and
+a log-log figure when matplotlib is installed.
+
+    python3 tools/scaling.py --rlflow build/tools/rlflow --out docs/scaling.md
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import tempfile
+
+NODES_PER_LAYER = 53  # encoder_small: zoo.hpp
+FINDINGS = "## Findings"  # a section of the output the script keeps when it rewrites the table
+
+
+def timed(command, timeout):
+    """(wall seconds, peak MB, exit code) of `command` under /usr/bin/time."""
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as t:
+        try:
+            code = subprocess.run(["/usr/bin/time", "-f", "%e %M", "-o", t.name] + command, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            return None, None, "timeout"
+        seconds, kilobytes = t.read().split()[-2:]
+        return float(seconds), int(kilobytes) / 1024, code
+
+
+def measure(rlflow, depth, methods, timeout, work, skipped):
+    """One row: nodes, then (seconds, MB, note) per measured thing."""
+    model = f"zoo:encoder_small:{depth}"
+    info = json.loads(subprocess.run([rlflow, "info", model, "--json"], capture_output=True, check=True).stdout)
+    row = {"depth": depth, "nodes": info["nodes"]}
+    onnx = os.path.join(work, "model.onnx")
+    subprocess.run([rlflow, "convert", model, onnx], capture_output=True, check=True)
+    seconds, mb, code = timed([rlflow, "info", onnx], timeout)
+    row["import"] = (seconds, mb, "" if code == 0 else str(code))
+    for method in methods:
+        if method in skipped:
+            row[method] = (None, None, "skipped")
+            continue
+        report = os.path.join(work, "report.json")
+        seconds, mb, code = timed([rlflow, "optimize", model, "-o", os.path.join(work, "out.onnx"), "--search", method,
+                                   "--cost", "analytic", "--guard", "none", "--report", report], timeout)
+        note = ""
+        if code == "timeout":
+            skipped.add(method)
+            note = f"over {timeout} s"
+        elif code != 0:
+            note = f"exit {code}"
+        else:
+            with open(report) as f:
+                r = json.load(f)
+            note = f"{r['stop_reason']}, {r['expansions']} expansions, {r['cost_before_ms'] / r['cost_after_ms']:.3f}x"
+        row[method] = (seconds, mb, note)
+    return row
+
+
+def cell(value):
+    seconds, mb, note = value
+    if seconds is None:
+        return note
+    return f"{seconds:.2f} s, {mb:.0f} MB" + (f" ({note})" if note else "")
+
+
+def write_table(rows, methods, out, figure):
+    columns = ["import"] + methods
+    lines = ["# Scaling: seconds and peak memory against graph size", "",
+             "Written by `python3 tools/scaling.py` (see its docstring): the built `rlflow` on",
+             "`zoo:encoder_small:DEPTH`; `optimize` with `--cost analytic --guard none` and its default",
+             "`--budget 1000`; wall seconds and max RSS of the whole command (model build, search,",
+             "verification on random inputs, writing).", "",
+             "| depth | nodes | " + " | ".join(columns) + " |", "|---:|---:|" + "---|" * len(columns)]
+    for row in rows:
+        lines.append(f"| {row['depth']} | {row['nodes']:,} | " + " | ".join(cell(row[c]) for c in columns) + " |")
+    if figure:
+        lines += ["", f"![seconds against nodes]({os.path.basename(figure)})"]
+    kept = ""  # what people wrote under "## Findings" stays
+    if os.path.exists(out):
+        with open(out) as f:
+            previous = f.read()
+        if FINDINGS in previous:
+            kept = "\n" + previous[previous.index(FINDINGS):]
+    with open(out, "w") as f:
+        f.write("\n".join(lines) + "\n" + kept)
+
+
+def plot(rows, methods, figure):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for column in ["import"] + methods:
+        points = [(r["nodes"], r[column][0]) for r in rows if r[column][0] is not None]
+        if points:
+            ax.plot(*zip(*points), marker="o", label=column)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("nodes")
+    ax.set_ylabel("seconds")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(figure, dpi=120)
+    return True
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rlflow", default="build/tools/rlflow")
+    parser.add_argument("--nodes", default="1000,3000,10000,30000,100000", help="target node counts, comma-separated")
+    parser.add_argument("--methods", default="greedy,taso,eqsat")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds a run may take")
+    parser.add_argument("--out", default="docs/scaling.md")
+    args = parser.parse_args()
+    methods = args.methods.split(",")
+    depths = [max(1, round(int(n) / NODES_PER_LAYER)) for n in args.nodes.split(",")]
+    rows, skipped = [], set()
+    with tempfile.TemporaryDirectory() as work:
+        for depth in depths:
+            rows.append(measure(args.rlflow, depth, methods, args.timeout, work, skipped))
+            print(rows[-1], flush=True)
+    figure = os.path.splitext(args.out)[0] + ".png"
+    write_table(rows, methods, args.out, figure if plot(rows, methods, figure) else None)
+
+
+if __name__ == "__main__":
+    main()
