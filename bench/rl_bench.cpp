@@ -208,5 +208,11 @@ BENCHMARK_CAPTURE(env_step, bert_no_gains, std::string("bert"), false)->Unit(ben
 BENCHMARK_CAPTURE(env_step, inception_v3_no_gains, std::string("inception_v3"), false)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(env_step, resnet50_no_gains, std::string("resnet50"), false)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(env_reset, bert, std::string("bert"))->Unit(benchmark::kMillisecond)->UseRealTime();
+// The scale family (issue 26's bound: a step and a forward pass at 50,000 nodes within 60x
+// their cost at 1,000): zoo:encoder_small at 19 and 943 layers, 1,008 and about 50,000 nodes.
+BENCHMARK_CAPTURE(env_step, encoder_small_1k, std::string("encoder_small:19"), true)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(env_step, encoder_small_50k, std::string("encoder_small:943"), true)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(policy_act, encoder_small_1k, std::string("encoder_small:19"))->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(policy_act, encoder_small_50k, std::string("encoder_small:943"))->Unit(benchmark::kMillisecond)->UseRealTime();
 
 BENCHMARK_MAIN();
