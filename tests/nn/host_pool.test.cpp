@@ -49,16 +49,29 @@ TEST_CASE("a freed large block is reused for a request of its class, and small o
     CHECK(HostBlockPool::cached_bytes() == 0);
 }
 
-TEST_CASE("the pool keeps at most cache_limit bytes per thread") {
+TEST_CASE("the pool keeps at most cache_limit bytes per thread, or the most it had live at once") {
     HostBlockPool::release_cached();
     // Untouched blocks: address space only, no resident memory.
-    const std::size_t big = HostBlockPool::cache_limit / 2 + 1;
-    void* a = HostBlockPool::take(big);
-    void* b = HostBlockPool::take(big);
-    HostBlockPool::give(a, big);
-    HostBlockPool::give(b, big);  // over the limit: released at once
-    CHECK(HostBlockPool::cached_bytes() == HostBlockPool::size_class(big));
+    const std::size_t half = HostBlockPool::cache_limit / 2 + 1;
+    const std::size_t larger = HostBlockPool::cache_limit / 4 * 3;  // another size class, still under the limit
+    REQUIRE(HostBlockPool::size_class(half) != HostBlockPool::size_class(larger));
+    void* a = HostBlockPool::take(half);
+    HostBlockPool::give(a, half);
+    void* b = HostBlockPool::take(larger);  // one at a time: the peak stays under the limit
+    HostBlockPool::give(b, larger);         // over the limit with what is kept: released at once
+    CHECK(HostBlockPool::cached_bytes() == HostBlockPool::size_class(half));
     HostBlockPool::release_cached();
+    // Two blocks live at once, over the limit together: both are kept for the next pass.
+    void* c = HostBlockPool::take(half);
+    void* d = HostBlockPool::take(half);
+    HostBlockPool::give(c, half);
+    HostBlockPool::give(d, half);
+    CHECK(HostBlockPool::cached_bytes() == 2 * HostBlockPool::size_class(half));
+    void* e = HostBlockPool::take(half);  // reused, not allocated again
+    CHECK(HostBlockPool::cached_bytes() == HostBlockPool::size_class(half));
+    HostBlockPool::give(e, half);
+    HostBlockPool::release_cached();
+    CHECK(HostBlockPool::cached_bytes() == 0);
 }
 
 TEST_CASE("a block freed on another thread joins that thread's lists, which thread exit releases") {
