@@ -14,4 +14,5 @@
 #include <rlflow/core/random.hpp>
 #include <rlflow/core/shape.hpp>
 #include <rlflow/core/statistics.hpp>
+#include <rlflow/core/structure_hash.hpp>
 #include <rlflow/core/tensor.hpp>

@@ -7,3 +7,4 @@
 #include <rlflow/search/greedy.hpp>
 #include <rlflow/search/guard.hpp>
 #include <rlflow/search/search.hpp>
+#include <rlflow/search/search_state.hpp>

@@ -28,7 +28,6 @@ inline cli::OptimizeOptions optimize_options(const OptimizeArguments& a, cli::Op
     std::set<std::string> devices{"auto"};
     for (const cost::DeviceSpec& d : cost::device_presets) devices.emplace(d.name);
     expect_one_of("device", o.device, devices);
-    RLFLOW_EXPECTS(o.budget > 0, precondition_error, "budget must be positive");
     RLFLOW_EXPECTS(o.alpha > 0, precondition_error, "alpha must be positive");
     RLFLOW_EXPECTS(o.time_limit >= 0, precondition_error, "time_limit must be 0 (none) or positive seconds");
     RLFLOW_EXPECTS(o.verify_trials > 0, precondition_error, "verify_trials must be positive");
@@ -93,7 +92,7 @@ inline void bind_optimize(py::module_& m) {
           R"(Rewrites `model` (a Graph, a path, 'zoo:NAME' or ONNX bytes) into a cheaper equivalent graph.
 
 As `rlflow optimize`: `search` is greedy, taso, eqsat, mf or mb (mf/mb roll out the agent in the
-directory `agent`); `cost` is auto, analytic, cpu, ort or cudnn; `budget` bounds the search. The best
+directory `agent`); `cost` is auto, analytic, cpu, ort or cudnn; `budget` bounds the search (0: by the graph's size). The best
 candidates are timed against the input in ONNX Runtime (`guard`), and the input is returned unchanged
 unless one is faster. The result is checked against the input on random inputs; a mismatch raises
 rlflow.VerificationError. The GIL is released while it works, and Ctrl-C stops the search with the

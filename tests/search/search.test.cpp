@@ -99,3 +99,32 @@ TEST_CASE("a raised stop flag or a spent time limit ends a search with the best 
     timed.time_limit_seconds = 1e-9;
     CHECK(search::backtracking(g, rules(), model, timed).reason == search::StopReason::time_limit);
 }
+
+TEST_CASE("backtracking holds its tree, not whole graphs, and stops at a memory limit") {
+    const Graph g = weighted("squeezenet1_1");
+    CostModel<AnalyticBackend> model;
+    search::SearchOptions options;
+    options.budget = 30;
+    const auto free = search::backtracking(g, rules(), model, options);
+    REQUIRE(free.expansions == options.budget);
+    CHECK(free.peak_search_bytes > 0);
+    // Thirty graphs kept whole would hold thirty copies of the graph's nodes; the tree
+    // holds thirty rewrites beside the price cache of one graph.
+    const auto one = search::backtracking(g, rules(), model, {.budget = 1});
+    CHECK(free.peak_search_bytes < one.peak_search_bytes + options.budget * 4096);
+
+    options.memory_limit_bytes = one.peak_search_bytes / 2;
+    const auto limited = search::backtracking(g, rules(), model, options);
+    CHECK(limited.reason == search::StopReason::memory_limit);
+    CHECK(limited.expansions == 1);
+    CHECK(search::stop_reason_name(limited.reason) == "memory_limit");
+    const auto report = rewrite::check_equivalence(g, limited.graph, {.trials = 1, .seed = 1, .rtol = 1e-3, .atol = 1e-4});
+    CHECK_MESSAGE(report.equal, report.detail);
+    CHECK(search::greedy(g, rules(), model, options).reason == search::StopReason::memory_limit);
+}
+
+TEST_CASE("the default budget is 1000, or one expansion per 8 nodes on larger graphs") {
+    CHECK(search::default_budget(100) == 1000);
+    CHECK(search::default_budget(8000) == 1000);
+    CHECK(search::default_budget(50'000) == 6250);
+}

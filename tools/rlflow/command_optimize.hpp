@@ -39,6 +39,8 @@
 #include <memory>
 #include <type_traits>
 
+#include <sys/resource.h>
+
 namespace rlflow::cli {
 
 struct OptimizeOptions {
@@ -48,8 +50,11 @@ struct OptimizeOptions {
     std::string search = "taso";
     std::string cost = "auto";
     std::string device = "auto";
-    std::size_t budget = 1000;
+    /// 0: search::default_budget of the graph's size.
+    std::size_t budget = 0;
     double alpha = 1.05;
+    /// Most megabytes the search may hold beyond its working graph; 0: no limit.
+    std::size_t memory_limit_mb = 0;
     double time_limit = 0;
     std::string rules = "default";
     /// Rules given as a set (the Python module's rlflow.rules objects); when set, `rules`
@@ -160,15 +165,17 @@ search::SearchResult run_search(const OptimizeOptions& o, const Graph& g, std::s
                                 cost::CostModel<Backend>& model, std::size_t keep_best,
                                 std::optional<search::EqsatStats>& eqsat_stats) {
     search::SearchOptions options;
-    options.budget = o.budget;
+    options.budget = o.budget > 0 ? o.budget : search::default_budget(g.num_nodes());
     options.alpha = o.alpha;
+    constexpr std::size_t megabyte = 1 << 20;
+    options.memory_limit_bytes = o.memory_limit_mb * megabyte;
     options.time_limit_seconds = o.time_limit;
     options.stop = &interrupted;
     options.keep_best = keep_best;
     const bool saturating = o.search == "eqsat";
     std::optional<ProgressBar> bar;
     if (o.progress) {
-        bar.emplace(saturating ? "saturation" : "search", saturating ? o.eqsat.iteration_limit : o.budget);
+        bar.emplace(saturating ? "saturation" : "search", saturating ? o.eqsat.iteration_limit : options.budget);
         options.on_progress = [&](const search::SearchProgress& p) {
             bar->update(p.expansions, saturating ? "iteration " + std::to_string(p.expansions)
                                                  : "best " + format_ms(p.best_cost_ms) + " (" + format_ratio(p.initial_cost_ms / p.best_cost_ms) + ")");
@@ -285,6 +292,7 @@ inline std::string stop_reason_text(search::StopReason reason, std::string_view 
         case search::StopReason::budget: return "stopped at the --budget";
         case search::StopReason::time_limit: return "stopped at the --time-limit";
         case search::StopReason::interrupted: return "interrupted (Ctrl-C); kept the best graph so far";
+        case search::StopReason::memory_limit: return "stopped at the --memory-limit";
     }
     return "stopped";
 }
@@ -353,6 +361,8 @@ inline nlohmann::json optimize_report(const OptimizeOptions& o, const std::strin
     j["rewrite_sequence"] = written.sequence;
     j["search_rewrites"] = r.rewrites;
     j["expansions"] = r.expansions;
+    j["budget"] = o.budget > 0 ? o.budget : search::default_budget(before.num_nodes());
+    j["peak_search_bytes"] = r.peak_search_bytes;
     if (o.search == "mf" || o.search == "mb") {
         j["agent"] = o.agent;
         j["real_steps"] = r.expansions;  // environment steps of the agent's rollouts
@@ -568,6 +578,14 @@ inline OptimizedModel optimize_model(const OptimizeOptions& o, const Graph& orig
                           on_cpu ? cpu_target() : device + " (analytic preset)", on_cpu);
 }
 
+/// The most memory this process has held (its peak resident set), in bytes.
+inline std::size_t peak_rss_bytes() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    constexpr std::size_t kilobyte = 1024;
+    return static_cast<std::size_t>(usage.ru_maxrss) * kilobyte;
+}
+
 /// `rlflow optimize`: loads, optimises, and writes the model and report. A failed
 /// verification writes nothing and exits 1.
 inline void optimize_command(OptimizeOptions o) {
@@ -584,7 +602,9 @@ inline void optimize_command(OptimizeOptions o) {
         throw CLI::RuntimeError(1);
     }
     write_model(optimized.written, o);
-    if (!o.report.empty()) write_file_atomically(o.report, optimized.report.dump(2) + "\n");
+    nlohmann::json report = optimized.report;
+    report["peak_rss_bytes"] = peak_rss_bytes();
+    if (!o.report.empty()) write_file_atomically(o.report, report.dump(2) + "\n");
     print_summary(optimized.report);
     std::printf("wrote %s\n", o.output.c_str());
 }
@@ -662,8 +682,13 @@ inline void add_optimize_command(CLI::App& app) {
     cmd->add_option("--guard-rounds", o->guard_rounds, "interleaved timed runs of each model")
         ->check(CLI::Range(5, 1000))->capture_default_str();
     constexpr std::size_t largest_budget = 1'000'000'000;
-    cmd->add_option("--budget", o->budget, "most expansions (taso) or rewrites (greedy)")
-        ->check(CLI::Range(std::size_t{1}, largest_budget))->capture_default_str();
+    cmd->add_option("--budget", o->budget,
+                    "most expansions (taso) or rewrites (greedy); 0: 1000, or one per 8 nodes on larger graphs")
+        ->check(CLI::Range(std::size_t{0}, largest_budget))->capture_default_str();
+    cmd->add_option("--memory-limit", o->memory_limit_mb,
+                    "megabytes the search may hold beyond its working graph (the report's peak_search_bytes); "
+                    "past it the search stops with the best graph so far (0: no limit)")
+        ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 30))->capture_default_str();
     cmd->add_option("--alpha", o->alpha, "taso keeps graphs costing below alpha x the best")
         ->check(CLI::PositiveNumber)->capture_default_str();
     cmd->add_option("--time-limit", o->time_limit, "seconds; stop with the best graph so far (0: none)")

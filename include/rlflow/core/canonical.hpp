@@ -77,9 +77,9 @@ inline void encode_type(ByteWriter& w, const TensorType& t) {
     for (auto d : t.shape.dims()) w.i64(d);
 }
 
-/// Encodes one node; `index` maps node ids to canonical representative numbers.
-inline std::string encode_node(const Node& n, const std::vector<std::uint32_t>& index) {
-    ByteWriter w;
+/// Encodes node `n` alone, without where its inputs come from: op, attributes, output
+/// types and input count; a source by its name, a Constant with data by its data.
+inline void encode_node_alone(ByteWriter& w, const Node& n) {
     w.u64(static_cast<std::uint64_t>(n.op));
     w.str(n.op_type);
     w.str(n.domain);
@@ -97,13 +97,18 @@ inline std::string encode_node(const Node& n, const std::vector<std::uint32_t>& 
     w.u64(n.outputs.size());
     for (const auto& o : n.outputs) encode_type(w, o.type);
     w.u64(n.inputs.size());
+}
+
+/// Encodes one node; `index` maps node ids to canonical representative numbers.
+inline std::string encode_node(const Node& n, const std::vector<std::uint32_t>& index) {
+    ByteWriter w;
+    encode_node_alone(w, n);
     for (const auto& in : n.inputs) {
         w.u64(in.present() ? index[in.node.value] : NodeId::invalid);
         w.u64(in.index);
     }
     return w.take();
 }
-
 /// Depth of every node: 0 for nodes without inputs, else 1 + max depth of producers.
 inline std::vector<std::uint32_t> node_depths(const Graph& g, const std::vector<NodeId>& order) {
     std::vector<std::uint32_t> depth(g.id_bound(), 0);

@@ -22,6 +22,7 @@ public:
 
     /// Re-prices the whole graph.
     void rebuild(const Graph& graph) {
+        m_updating = false;
         m_cost.assign(graph.id_bound(), 0.0);
         m_tracked.assign(graph.id_bound(), 0);
         m_constant = weight_only_nodes(graph);
@@ -34,6 +35,9 @@ public:
     /// undos: EditJournal::touched_nodes). Removed nodes stop counting, new and rewired ones
     /// are priced, and a change of weight-only status flows to consumers.
     void update(const Graph& graph, std::span<const NodeId> touched) {
+        m_change = 0;
+        m_repriced.clear();
+        m_updating = true;
         if (graph.id_bound() > m_cost.size()) {
             m_cost.resize(graph.id_bound(), 0.0);
             m_tracked.resize(graph.id_bound(), 0);
@@ -64,8 +68,15 @@ public:
                     if (m_tracked[u.node.value] && std::find(work.begin(), work.end(), u.node) == work.end())
                         work.push_back(u.node);
         }
+        m_updating = false;
     }
 
+    /// How much the last update() changed total(): the new prices less the old, summed in
+    /// the update's own order from zero, so that the same edit in two places of a graph
+    /// (or at two times) gives the same bits whatever the total was.
+    [[nodiscard]] double last_change() const noexcept { return m_change; }
+    /// The live nodes the last update() priced, in the order it priced them.
+    [[nodiscard]] std::span<const NodeId> last_repriced() const noexcept { return m_repriced; }
     /// Milliseconds of one inference of the graph as it is now.
     [[nodiscard]] double total() const noexcept { return m_total; }
     /// Milliseconds node `id` adds to total() (0 for weight-only and removed nodes).
@@ -82,8 +93,13 @@ private:
         m_cost[n.id.value] = ms;
         m_tracked[n.id.value] = 1;
         m_total += ms;
+        if (m_updating) {
+            m_change += ms;
+            m_repriced.push_back(n.id);
+        }
     }
     void untrack(NodeId id) {
+        if (m_updating) m_change -= m_cost[id.value];
         m_total -= m_cost[id.value];
         m_cost[id.value] = 0;
         m_tracked[id.value] = 0;
@@ -94,6 +110,9 @@ private:
     std::vector<char> m_tracked;
     std::vector<char> m_constant;
     double m_total = 0;
+    double m_change = 0;
+    std::vector<NodeId> m_repriced;
+    bool m_updating = false;
 };
 
 }  // namespace rlflow::cost

@@ -13,6 +13,7 @@
 
 #include <rlflow/rewrite/matcher.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <span>
 #include <vector>
@@ -36,6 +37,7 @@ public:
 
     /// Matches every rule in `graph` from scratch.
     void rebuild(const Graph& graph) {
+        m_added.clear();
         m_graph_index.rebuild(graph);
         Matcher matcher(*m_rules, graph, m_graph_index);
         matcher.defer_cycle_checks();
@@ -51,6 +53,7 @@ public:
     /// and their undos (apply() and Graph::undo journals): edits that retype an existing
     /// tensor would change the validity of locations whose nodes they do not touch.
     void update(const Graph& graph, std::span<const NodeId> touched) {
+        m_added.clear();
         m_graph_index.update(graph, touched);
         for (const NodeId id : touched) {
             // Ids an undo dropped lie past id_bound() and still need stamping.
@@ -73,7 +76,21 @@ public:
             m_scratch.clear();
         }
         merge_found();
-        for (std::uint32_t r = 0; r < m_rules->size(); ++r) refresh_valid(matcher, r);
+        for (const auto& [rule, l] : m_found)
+            if (!m_rules->compiled(rule).cycle_prone) m_added.emplace_back(rule, l);
+        for (std::uint32_t r = 0; r < m_rules->size(); ++r) refresh_valid(matcher, r, true);
+    }
+
+    /// The locations the last update() listed that may not have been listed before it
+    /// (those found around the touched nodes, and cycle-prone rules' locations that stopped
+    /// closing a cycle), as (rule, location); every location listed now that was not
+    /// listed before the update is among them. rebuild() clears it.
+    [[nodiscard]] std::span<const std::pair<std::uint32_t, Location>> added() const noexcept { return m_added; }
+    /// Whether `location` is listed among rule `rule`'s locations (all of them, not only
+    /// the first max_locations).
+    [[nodiscard]] bool lists(std::size_t rule, const Location& location) const {
+        const std::span<const Location> all = locations(rule);
+        return std::binary_search(all.begin(), all.end(), location);
     }
 
     [[nodiscard]] const RuleSet& rules() const noexcept { return *m_rules; }
@@ -134,12 +151,21 @@ private:
             std::inplace_merge(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(old_size), list.end());
         }
     }
-    void refresh_valid(Matcher& matcher, std::uint32_t rule) {
+    /// Recomputes a cycle-prone rule's valid locations; with `note_added`, lists in
+    /// added() those that were not valid before.
+    void refresh_valid(Matcher& matcher, std::uint32_t rule, bool note_added = false) {
         if (!m_rules->compiled(rule).cycle_prone) return;
         auto& e = m_per_rule[rule];
+        std::swap(e.valid, m_previous_valid);
         e.valid.clear();
         for (const Location& l : e.candidates)
             if (!matcher.closes_cycle(rule, l)) e.valid.push_back(l);
+        if (!note_added) return;
+        auto old = m_previous_valid.begin();
+        for (const Location& l : e.valid) {
+            while (old != m_previous_valid.end() && *old < l) ++old;
+            if (old == m_previous_valid.end() || l < *old) m_added.emplace_back(rule, l);
+        }
     }
 
     std::shared_ptr<const RuleSet> m_rules;
@@ -149,6 +175,8 @@ private:
     std::vector<char> m_stamp;
     std::vector<Location> m_scratch;
     std::vector<std::pair<std::uint32_t, Location>> m_found;
+    std::vector<std::pair<std::uint32_t, Location>> m_added;
+    std::vector<Location> m_previous_valid;
 };
 
 }  // namespace rlflow::rewrite

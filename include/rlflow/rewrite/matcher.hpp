@@ -69,7 +69,7 @@ public:
     /// outside path leads from a replaced output to a variable's producer.
     [[nodiscard]] bool closes_cycle(std::uint32_t rule_id, const Location& location) {
         const Rule& rule = m_rules[rule_id];
-        std::uint32_t bound = 0;
+        std::uint64_t bound = 0;
         m_targets.clear();
         for (std::size_t v = 0; v < rule.variables.size(); ++v) {
             m_targets.push_back(location.variables[v].node);

@@ -37,7 +37,11 @@ public:
     /// Applies location `location` (an index below index().num_choices(rule)) of rule
     /// `rule`; returns the record that undo() takes.
     [[nodiscard]] EditJournal apply(std::size_t rule, std::size_t location) {
-        const Location where = m_index.location(rule, location);
+        return apply_at(rule, m_index.location(rule, location));
+    }
+    /// Applies rule `rule` at `where`, a location the index lists for the graph as it is
+    /// (or listed for the same graph re-derived by the same edits: ids are reproducible).
+    [[nodiscard]] EditJournal apply_at(std::size_t rule, Location where) {
         EditJournal journal = rewrite::apply(m_graph, rules(), static_cast<std::uint32_t>(rule), where, Verify::no);
         m_index.update(m_graph, journal.touched_nodes());
         return journal;
@@ -48,7 +52,11 @@ public:
     /// returns what `inspect` returned: how a search prices a successor without copying.
     template <class Inspect>
     auto probe(std::size_t rule, std::size_t location, Inspect&& inspect) {
-        const Location where = m_index.location(rule, location);
+        return probe_at(rule, m_index.location(rule, location), std::forward<Inspect>(inspect));
+    }
+    /// probe() of the rewrite at `where`, a location the index lists.
+    template <class Inspect>
+    auto probe_at(std::size_t rule, Location where, Inspect&& inspect) {
         EditJournal journal = rewrite::apply(m_graph, rules(), static_cast<std::uint32_t>(rule), where, Verify::no);
         const std::vector<NodeId> touched = journal.touched_nodes();
         try {

@@ -3,59 +3,59 @@
 /// TASO's cost-based backtracking search (thesis Algorithm 2): a priority queue of graphs
 /// by cost; each dequeued graph is expanded by every location of every rule, and a
 /// successor is kept if its cost is below alpha x the best cost so far (and the queue is
-/// capped at SearchOptions::max_queue graphs, dropping the costliest). Successors are
-/// deduplicated by exact canonical form (TASO trusted a 64-bit hash). The queue is
-/// ordered by (cost, insertion order), so the search is deterministic. Successors are
-/// kept as (parent, rewrite) and made when dequeued, where duplicates are dropped; a dequeued
-/// graph's location index is its parent's, updated where the rewrite touched it.
+/// capped at SearchOptions::max_queue graphs, dropping the costliest). The queue is
+/// ordered by (cost, insertion order), and successors are inserted in (rule, location)
+/// order, so the search is deterministic.
+///
+/// Memory is bounded by the budget, not by the budget times the graph. No graph is kept
+/// whole: an expanded graph is a node of a search tree (its parent and the rewrite that
+/// made it), a queued graph is a tree node and one rewrite, and one working graph
+/// (SearchState, with its index and action prices) walks the tree by undoing rewrites to
+/// the common ancestor and applying the ones down to the graph wanted. Graphs met before
+/// are dropped by their structure hash (StructureHash: 128 bits, kept current edit by
+/// edit), as TASO dropped them by a hash. An expansion thus costs in proportion to the
+/// rewrites walked and to the queue, not to the graph.
 
 #include <rlflow/core/canonical.hpp>
 #include <rlflow/search/greedy.hpp>
+#include <rlflow/search/search_state.hpp>
 
 #include <algorithm>
-#include <memory>
 #include <iterator>
+#include <memory>
 #include <set>
-#include <span>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace rlflow::search {
 
 namespace detail {
 
-/// A graph waiting in the queue: its parent (a graph with its location index) and the
-/// rewrite, a location choice of the parent's index, that makes it from the parent
-/// (applied only when the candidate is dequeued, so kept successors cost no copy until
-/// then), with the rewrites that made it from the input.
+/// No tree node: a queued entry for the input graph itself.
+inline constexpr std::uint32_t no_tree_node = std::numeric_limits<std::uint32_t>::max();
+
+/// A graph waiting in the queue: tree node `node`'s graph with rule `rule` applied at
+/// `where` (or the input itself, when `node` is no_tree_node).
 struct Candidate {
     double cost_ms = 0;
     std::uint64_t order = 0;
-    std::shared_ptr<const rewrite::Rewriter> parent;
+    std::uint32_t node = no_tree_node;
     std::uint32_t rule = 0;
-    std::uint32_t choice = 0;
-    /// Whether `parent` is the graph itself (the input).
-    bool materialized = false;
-    /// The rule ids applied from the input to this graph, in order.
-    std::vector<std::uint32_t> path;
-
-    /// The graph, and the nodes the rewrite touched in the parent's graph.
-    [[nodiscard]] std::pair<Graph, std::vector<NodeId>> graph() const {
-        Graph g = parent->graph();
-        if (materialized) return {std::move(g), {}};
-        const rewrite::Location& where = parent->index().location(rule, choice);
-        std::vector<NodeId> touched = rewrite::apply(g, parent->rules(), rule, where, rewrite::Verify::no).touched_nodes();
-        return {std::move(g), std::move(touched)};
-    }
-    /// The graph with its location index: the parent's, updated where the rewrite touched it.
-    [[nodiscard]] std::shared_ptr<rewrite::Rewriter> state(Graph made, std::span<const NodeId> touched) const {
-        return std::make_shared<rewrite::Rewriter>(*parent, std::move(made), touched);
-    }
+    rewrite::Location where;
 };
 struct CheaperFirst {
     bool operator()(const Candidate& a, const Candidate& b) const noexcept {
         return a.cost_ms != b.cost_ms ? a.cost_ms < b.cost_ms : a.order < b.order;
     }
+};
+
+/// An expanded graph: its parent's graph with one rewrite applied (the root: the input).
+struct TreeNode {
+    std::uint32_t parent = no_tree_node;
+    std::uint32_t depth = 0;
+    std::uint32_t rule = 0;
+    rewrite::Location where;
 };
 
 /// Canonical forms seen so far, compared exactly (hash first).
@@ -75,35 +75,106 @@ private:
     std::unordered_map<std::uint64_t, std::vector<std::string>> m_by_hash;
 };
 
-/// The k cheapest candidates seen, cheapest first (ties to the earlier one).
-class Cheapest {
+/// The search tree and the working graph that walks it.
+template <cost::CostBackend Backend>
+class TreeWalker {
 public:
-    explicit Cheapest(std::size_t k) : m_k(k) {}
-    void offer(const Candidate& c) {
-        if (m_k == 0 || (m_kept.size() == m_k && !CheaperFirst{}(c, m_kept.back()))) return;
-        m_kept.insert(std::upper_bound(m_kept.begin(), m_kept.end(), c, CheaperFirst{}), c);
-        if (m_kept.size() > m_k) m_kept.pop_back();
+    TreeWalker(const Graph& graph, std::shared_ptr<const rewrite::RuleSet> rules, cost::CostModel<Backend>& model)
+        : m_state(graph, std::move(rules), model) {
+        m_tree.push_back({});  // the input
     }
-    /// The kept graphs other than `best` and each other (by canonical form), priced by
-    /// `model`, cheapest first.
-    template <cost::CostBackend Backend>
-    [[nodiscard]] std::vector<SearchResult::RunnerUp> runners_up(const Graph& best, const rewrite::RuleSet& rules,
-                                                                 cost::CostModel<Backend>& model) const {
-        SeenGraphs seen;
-        seen.insert(best);
-        std::vector<SearchResult::RunnerUp> result;
-        for (const Candidate& c : m_kept) {
-            Graph g = c.graph().first;
-            if (!seen.insert(g)) continue;
-            const double ms = model.graph_cost(g);
-            result.push_back({std::move(g), ms, named_counts(rules, c.path), named_sequence(rules, c.path)});
+
+    [[nodiscard]] SearchState<Backend>& state() noexcept { return m_state; }
+    [[nodiscard]] std::uint32_t at() const noexcept { return m_at; }
+    [[nodiscard]] const TreeNode& node(std::uint32_t id) const { return m_tree[id]; }
+
+    /// Moves the working graph to tree node `target`'s graph (not synced).
+    void go_to(std::uint32_t target) {
+        std::vector<std::uint32_t> down;  // from target up to the common ancestor, exclusive
+        std::uint32_t t = target;
+        while (m_tree[t].depth > m_tree[m_at].depth) {
+            down.push_back(t);
+            t = m_tree[t].parent;
         }
-        return result;
+        while (m_at != t) {
+            if (m_tree[m_at].depth >= m_tree[t].depth) {
+                m_journal_edits -= m_journals.back().size();
+                m_state.revert(std::move(m_journals.back()));
+                m_journals.pop_back();
+                m_at = m_tree[m_at].parent;
+            }
+            if (m_tree[t].depth > m_tree[m_at].depth) {
+                down.push_back(t);
+                t = m_tree[t].parent;
+            }
+        }
+        for (auto it = down.rbegin(); it != down.rend(); ++it) {
+            push(m_state.edit(m_tree[*it].rule, m_tree[*it].where));
+            m_at = *it;
+        }
+    }
+    /// Makes `c`'s graph the working graph, synced; false (and the working graph is `c`'s
+    /// parent's, not synced) if a graph with its structure hash was made before.
+    bool make(const Candidate& c) {
+        if (c.node == no_tree_node) {
+            go_to(0);
+            m_state.sync();
+            return m_seen.insert(m_state.hash()).second;
+        }
+        go_to(c.node);
+        EditJournal journal = m_state.edit(c.rule, c.where);
+        if (!m_seen.insert(m_state.hash()).second) {
+            m_state.revert(std::move(journal));
+            return false;
+        }
+        push(std::move(journal));
+        m_tree.push_back({c.node, m_tree[c.node].depth + 1, c.rule, c.where});
+        m_at = static_cast<std::uint32_t>(m_tree.size() - 1);
+        m_state.sync();
+        return true;
+    }
+    /// A copy of `c`'s graph (made without recording it as seen or expanded).
+    [[nodiscard]] Graph graph_of(const Candidate& c) {
+        if (c.node == no_tree_node) {
+            go_to(0);
+            return m_state.graph();
+        }
+        go_to(c.node);
+        EditJournal journal = m_state.edit(c.rule, c.where);
+        Graph g = m_state.graph();
+        m_state.revert(std::move(journal));
+        return g;
+    }
+    /// The rule ids applied from the input to `c`'s graph, in order.
+    [[nodiscard]] std::vector<std::uint32_t> path_of(const Candidate& c) const {
+        std::vector<std::uint32_t> path;
+        if (c.node == no_tree_node) return path;
+        path.push_back(c.rule);
+        for (std::uint32_t n = c.node; n != 0; n = m_tree[n].parent) path.push_back(m_tree[n].rule);
+        std::reverse(path.begin(), path.end());
+        return path;
+    }
+    /// Bytes the search holds beyond the working graph: the tree, the journals of the
+    /// path walked, the hashes seen and the price cache.
+    [[nodiscard]] std::size_t bytes() const noexcept {
+        constexpr std::size_t hash_node_overhead = 24;
+        constexpr std::size_t bytes_per_edit = 96;  // a recorded primitive edit, with a removed node's copy
+        return m_tree.capacity() * sizeof(TreeNode) + m_journal_edits * bytes_per_edit
+               + m_seen.size() * (sizeof(Hash128) + hash_node_overhead) + m_state.cache_bytes();
     }
 
 private:
-    std::size_t m_k;
-    std::vector<Candidate> m_kept;
+    void push(EditJournal&& journal) {
+        m_journal_edits += journal.size();
+        m_journals.push_back(std::move(journal));
+    }
+
+    SearchState<Backend> m_state;
+    std::vector<TreeNode> m_tree;
+    std::vector<EditJournal> m_journals;  // the rewrites from the input to m_at, in order
+    std::uint32_t m_at = 0;
+    std::size_t m_journal_edits = 0;
+    std::unordered_set<Hash128, Hash128Hasher> m_seen;
 };
 
 }  // namespace detail
@@ -114,17 +185,22 @@ template <cost::CostBackend Backend>
                                         cost::CostModel<Backend>& model, const SearchOptions& options = {}) {
     const detail::StopRules stop(options);
     SearchResult result;
-    result.initial_cost_ms = model.graph_cost(graph);
+    detail::TreeWalker<Backend> walker(graph, rules, model);
+    SearchState<Backend>& state = walker.state();
+    result.initial_cost_ms = state.cost();
     // Cheapest first; past max_queue candidates the most expensive is dropped.
     std::set<detail::Candidate, detail::CheaperFirst> queue;
-    detail::SeenGraphs seen;
     std::uint64_t order = 0;
-    detail::Candidate best{result.initial_cost_ms, order,
-                           std::make_shared<const rewrite::Rewriter>(graph, rules, detail::every_location), 0, 0, true,
-                           {}};
+    detail::Candidate best{result.initial_cost_ms, order, detail::no_tree_node, 0, {}};
     queue.insert(best);
-    detail::Cheapest cheapest(options.keep_best);
-    cheapest.offer(best);
+    // The keep_best cheapest candidates seen, cheapest first.
+    std::vector<detail::Candidate> cheapest{best};
+    const auto offer = [&](const detail::Candidate& c) {
+        if (options.keep_best == 0 || (cheapest.size() == options.keep_best && !detail::CheaperFirst{}(c, cheapest.back()))) return;
+        cheapest.insert(std::upper_bound(cheapest.begin(), cheapest.end(), c, detail::CheaperFirst{}), c);
+        if (cheapest.size() > options.keep_best) cheapest.pop_back();
+    };
+    std::vector<detail::Candidate> successors;
     result.reason = StopReason::converged;
     while (!queue.empty()) {
         if (const auto why = stop.check(result.expansions)) {
@@ -133,31 +209,55 @@ template <cost::CostBackend Backend>
         }
         const detail::Candidate current = *queue.begin();
         queue.erase(queue.begin());
-        auto [made, touched] = current.graph();
-        if (!seen.insert(made)) continue;
-        const std::shared_ptr<rewrite::Rewriter> state = current.state(std::move(made), touched);
+        if (!walker.make(current)) continue;
         ++result.expansions;
-        rewrite::Rewriter& rw = *state;
-        cost::CostTracker<Backend> tracker(model, rw.graph());
-        for (std::size_t r = 0; r < rules->size(); ++r)
-            for (std::size_t l = 0; l < rw.index().num_choices(r); ++l) {
-                const double c = probe_cost(rw, tracker, r, l);
-                if (!(c < options.alpha * best.cost_ms)) continue;
-                detail::Candidate successor{c, ++order, state, static_cast<std::uint32_t>(r), static_cast<std::uint32_t>(l),
-                                            false, current.path};
-                successor.path.push_back(static_cast<std::uint32_t>(r));
-                if (c < best.cost_ms) best = successor;
-                cheapest.offer(successor);
-                queue.insert(std::move(successor));
-                if (queue.size() > options.max_queue) queue.erase(std::prev(queue.end()));
-            }
+        result.peak_search_bytes = std::max(result.peak_search_bytes, walker.bytes());
+        if (const auto why = stop.check_memory(walker.bytes())) {
+            result.reason = *why;
+            break;
+        }
+        // A successor is kept below alpha x the best cost so far, this expansion's cheapest
+        // successor counted; and only the max_queue cheapest can stay queued.
+        successors.clear();
+        const std::uint32_t at = walker.at();
+        double bound = 0;
+        state.for_each_cheapest([&](const PricedAction& a, double cost) {
+            if (successors.empty()) bound = options.alpha * std::min(best.cost_ms, cost);
+            if (!(cost < bound) || successors.size() == options.max_queue) return false;
+            if (queue.size() == options.max_queue && !(cost < std::prev(queue.end())->cost_ms)) return false;
+            successors.push_back({cost, 0, at, a.rule, a.where});
+            return true;
+        });
+        std::sort(successors.begin(), successors.end(), [](const detail::Candidate& a, const detail::Candidate& b) {
+            return a.rule != b.rule ? a.rule < b.rule : a.where < b.where;
+        });
+        const detail::Candidate* cheapest_successor = nullptr;
+        for (detail::Candidate& s : successors) {
+            s.order = ++order;
+            if (!cheapest_successor || detail::CheaperFirst{}(s, *cheapest_successor)) cheapest_successor = &s;
+            offer(s);
+            queue.insert(s);
+            if (queue.size() > options.max_queue) queue.erase(std::prev(queue.end()));
+        }
+        if (cheapest_successor && cheapest_successor->cost_ms < best.cost_ms) best = *cheapest_successor;
         if (options.on_progress) options.on_progress({result.expansions, options.budget, result.initial_cost_ms, best.cost_ms});
     }
-    result.graph = best.graph().first;
+    result.graph = walker.graph_of(best);
     result.best_cost_ms = model.graph_cost(result.graph);
-    result.rewrites = detail::named_counts(*rules, best.path);
-    result.sequence = detail::named_sequence(*rules, best.path);
-    result.runners_up = cheapest.runners_up(result.graph, *rules, model);
+    const std::vector<std::uint32_t> path = walker.path_of(best);
+    result.rewrites = detail::named_counts(*rules, path);
+    result.sequence = detail::named_sequence(*rules, path);
+    // Runners-up: the kept graphs other than the best and each other, by canonical form.
+    detail::SeenGraphs distinct;
+    distinct.insert(result.graph);
+    for (const detail::Candidate& c : cheapest) {
+        Graph g = walker.graph_of(c);
+        if (!distinct.insert(g)) continue;
+        const double ms = model.graph_cost(g);
+        const std::vector<std::uint32_t> p = walker.path_of(c);
+        result.runners_up.push_back({std::move(g), ms, detail::named_counts(*rules, p), detail::named_sequence(*rules, p)});
+    }
+    result.peak_search_bytes = std::max(result.peak_search_bytes, walker.bytes());
     result.seconds = stop.seconds();
     return result;
 }

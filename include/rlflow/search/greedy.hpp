@@ -2,12 +2,15 @@
 /// \file
 /// Greedy search: apply the location that lowers the cost most, until none does (or the
 /// budget, clock or stop flag ends it). Ties go to the first (rule, location) in index
-/// order, so the result is a function of the graph, the rules and the cost model.
+/// order, so the result is a function of the graph, the rules and the cost model. Every
+/// action's price is kept between steps and probed again only where a rewrite touched
+/// what it read (SearchState), so a step costs in proportion to the rewrite.
 
 #include <rlflow/cost/cost_tracker.hpp>
 #include <rlflow/rewrite/rewriter.hpp>
 #include <rlflow/search/probe.hpp>
 #include <rlflow/search/search.hpp>
+#include <rlflow/search/search_state.hpp>
 
 #include <limits>
 #include <memory>
@@ -32,36 +35,32 @@ template <cost::CostBackend Backend>
 [[nodiscard]] SearchResult greedy(const Graph& graph, std::shared_ptr<const rewrite::RuleSet> rules,
                                   cost::CostModel<Backend>& model, const SearchOptions& options = {}) {
     const detail::StopRules stop(options);
-    rewrite::Rewriter rw(graph, rules, detail::every_location);
-    cost::CostTracker<Backend> tracker(model, rw.graph());
+    SearchState<Backend> state(graph, rules, model);
     SearchResult result;
-    result.initial_cost_ms = tracker.total();
+    result.initial_cost_ms = state.cost();
     std::vector<std::uint32_t> path;  // rule ids applied, in order
     for (;;) {
         if (const auto why = stop.check(result.expansions)) {
             result.reason = *why;
             break;
         }
-        const double current = tracker.total();
-        double best = current * (1 - detail::relative_tolerance);
-        std::optional<std::pair<std::size_t, std::size_t>> choice;
-        for (std::size_t r = 0; r < rules->size(); ++r)
-            for (std::size_t l = 0; l < rw.index().num_choices(r); ++l)
-                if (const double c = probe_cost(rw, tracker, r, l); c < best) {
-                    best = c;
-                    choice = {r, l};
-                }
-        if (!choice) {
+        const double current = state.cost();
+        const std::optional<PricedAction> choice = state.cheapest();
+        if (!choice || !(current + choice->delta_ms < current * (1 - detail::relative_tolerance))) {
             result.reason = StopReason::converged;
             break;
         }
-        EditJournal journal = rw.apply(choice->first, choice->second);
-        tracker.update(rw.graph(), journal.touched_nodes());
-        path.push_back(static_cast<std::uint32_t>(choice->first));
+        (void)state.apply(choice->rule, choice->where);
+        path.push_back(choice->rule);
         ++result.expansions;
-        if (options.on_progress) options.on_progress({result.expansions, options.budget, result.initial_cost_ms, tracker.total()});
+        result.peak_search_bytes = std::max(result.peak_search_bytes, state.cache_bytes());
+        if (const auto why = stop.check_memory(state.cache_bytes())) {
+            result.reason = *why;
+            break;
+        }
+        if (options.on_progress) options.on_progress({result.expansions, options.budget, result.initial_cost_ms, state.cost()});
     }
-    result.graph = rw.graph();
+    result.graph = state.graph();
     result.best_cost_ms = model.graph_cost(result.graph);
     result.rewrites = detail::named_counts(*rules, path);
     result.sequence = detail::named_sequence(*rules, path);

@@ -7,6 +7,7 @@
 #include <rlflow/core/graph.hpp>
 #include <rlflow/rewrite/rule_set.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -45,13 +46,25 @@ struct SearchOptions {
     std::size_t keep_best = 1;
     /// Called after every expansion.
     std::function<void(const SearchProgress&)> on_progress;
+    /// Most bytes the search may hold beyond its working graph (SearchResult's
+    /// peak_search_bytes); past it, it stops with the best graph so far. 0: no limit.
+    std::size_t memory_limit_bytes = 0;
 };
 
+/// The budget for a graph of `nodes` nodes when none is given: 1000, or one expansion
+/// per 8 nodes on larger graphs (greedy needs about one rewrite per 9 nodes to converge
+/// on a transformer encoder's layers, so a fixed budget stops it early on deep stacks).
+[[nodiscard]] constexpr std::size_t default_budget(std::size_t nodes) noexcept {
+    constexpr std::size_t least = 1000;
+    constexpr std::size_t nodes_per_expansion = 8;
+    return std::max(least, nodes / nodes_per_expansion);
+}
+
 /// Why a search ended.
-enum class StopReason : std::uint8_t { converged, budget, time_limit, interrupted };
+enum class StopReason : std::uint8_t { converged, budget, time_limit, interrupted, memory_limit };
 
 [[nodiscard]] constexpr std::string_view stop_reason_name(StopReason r) noexcept {
-    constexpr std::string_view names[] = {"converged", "budget", "time_limit", "interrupted"};
+    constexpr std::string_view names[] = {"converged", "budget", "time_limit", "interrupted", "memory_limit"};
     return names[static_cast<std::size_t>(r)];
 }
 
@@ -76,6 +89,10 @@ struct SearchResult {
     std::size_t expansions = 0;
     double seconds = 0;
     StopReason reason = StopReason::converged;
+    /// The most bytes the search held beyond its working graph (taso: its tree, the
+    /// journals of the path it walked, the hashes seen and the action prices); 0 where a
+    /// search does not count them.
+    std::size_t peak_search_bytes = 0;
 };
 
 namespace detail {
@@ -91,6 +108,11 @@ public:
         if (m_options.stop && m_options.stop->load(std::memory_order_relaxed)) return StopReason::interrupted;
         if (expansions >= m_options.budget) return StopReason::budget;
         if (m_options.time_limit_seconds > 0 && seconds() >= m_options.time_limit_seconds) return StopReason::time_limit;
+        return std::nullopt;
+    }
+    /// StopReason::memory_limit once `bytes` held is past the limit, if one is set.
+    [[nodiscard]] std::optional<StopReason> check_memory(std::size_t bytes) const {
+        if (m_options.memory_limit_bytes > 0 && bytes > m_options.memory_limit_bytes) return StopReason::memory_limit;
         return std::nullopt;
     }
     [[nodiscard]] double seconds() const {

@@ -1,0 +1,283 @@
+#pragma once
+/// \file
+/// The working state of a search: one graph that moves by rewrites and their undos, with
+/// its location index, its cost, its structure hash, and the price of every action in
+/// it, all kept current edit by edit. An action's price (the change of the graph's cost
+/// if it were applied) is measured once by probing, and kept until an edit touches a node
+/// it read; so after a rewrite only the actions around the rewrite are probed again, and
+/// a step of greedy search or an expansion of backtracking costs in proportion to the
+/// change, not to the graph.
+///
+/// What a price reads: the matched nodes, the nodes the probe's edits touched (among them
+/// the producers of the rule's variables and the consumers of the replaced outputs), the
+/// nodes the cost tracker priced again, and their producers (a node's price depends on
+/// its inputs' types, on whether they are known before the model runs, and on a fusion
+/// head before it). An edit that touches none of these leaves the price as it was: a
+/// node whose inputs, uses or weight-only status change is touched or priced again.
+
+#include <rlflow/core/structure_hash.hpp>
+#include <rlflow/cost/cost_tracker.hpp>
+#include <rlflow/rewrite/applier.hpp>
+#include <rlflow/rewrite/location_index.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <set>
+#include <span>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace rlflow::search {
+
+/// An action and what it would change the graph's cost by.
+struct PricedAction {
+    double delta_ms = 0;
+    std::uint32_t rule = 0;
+    rewrite::Location where;
+};
+
+/// Cheapest change first; ties in (rule, location) order, the index's order.
+struct CheaperAction {
+    bool operator()(const PricedAction& a, const PricedAction& b) const noexcept {
+        if (a.delta_ms != b.delta_ms) return a.delta_ms < b.delta_ms;
+        if (a.rule != b.rule) return a.rule < b.rule;
+        return a.where < b.where;
+    }
+};
+
+namespace detail {
+
+/// An action, as a hash map key.
+struct ActionKey {
+    std::uint32_t rule = 0;
+    rewrite::Location where;
+    friend bool operator==(const ActionKey&, const ActionKey&) = default;
+};
+struct ActionKeyHash {
+    std::size_t operator()(const ActionKey& k) const noexcept {
+        std::uint64_t h = rlflow::detail::mix64(k.rule + 0x9e3779b97f4a7c15ULL);
+        for (const NodeId n : k.where.nodes) h = rlflow::detail::mix64(h ^ n.value);
+        for (const TensorRef& v : k.where.variables) h = rlflow::detail::mix64(h ^ (std::uint64_t{v.node.value} << 8 | v.index));
+        return static_cast<std::size_t>(h);
+    }
+};
+
+}  // namespace detail
+
+/// A graph under search with the price of every action in it.
+template <cost::CostBackend Backend>
+class SearchState {
+public:
+    /// Starts on `graph`; prices every action. `model` must outlive the state.
+    SearchState(const Graph& graph, std::shared_ptr<const rewrite::RuleSet> rules, cost::CostModel<Backend>& model)
+        : m_graph(graph),
+          m_index(std::move(rules), rewrite::IndexOptions{std::numeric_limits<std::size_t>::max()}),
+          m_tracker(model, m_graph),
+          m_hash(m_graph) {
+        m_index.rebuild(m_graph);
+        for (std::size_t r = 0; r < m_index.num_rules(); ++r)
+            for (const rewrite::Location& l : m_index.locations(r)) price(static_cast<std::uint32_t>(r), l);
+    }
+
+    [[nodiscard]] const Graph& graph() const noexcept { return m_graph; }
+    [[nodiscard]] const rewrite::LocationIndex& index() const noexcept { return m_index; }
+    [[nodiscard]] const rewrite::RuleSet& rules() const noexcept { return m_index.rules(); }
+    /// The graph's cost now (the tracker's running total). Needs sync().
+    [[nodiscard]] double cost() const {
+        expect_synced();
+        return m_tracker.total();
+    }
+    /// The graph's structure hash now (current after every edit, synced or not).
+    [[nodiscard]] Hash128 hash() const noexcept { return m_hash.value(); }
+    /// Actions priced and kept (every listed action, and none other).
+    [[nodiscard]] std::size_t priced_actions() const noexcept { return m_ranked.size(); }
+    /// Probes run so far: what the price cache saved is the probes it did not run.
+    [[nodiscard]] std::size_t probes() const noexcept { return m_probes; }
+
+    /// Applies rule `rule` at `where` (a location the index lists now, or listed for the
+    /// same graph reached by the same edits: ids are reproducible) and syncs; returns the
+    /// record undo() takes.
+    [[nodiscard]] EditJournal apply(std::uint32_t rule, const rewrite::Location& where) {
+        EditJournal journal = edit(rule, where);
+        sync();
+        return journal;
+    }
+    /// Steps back one apply() and syncs; records are undone newest first.
+    void undo(EditJournal&& journal) {
+        revert(std::move(journal));
+        sync();
+    }
+    /// apply() without sync(): only the graph and its hash follow, so that a walk of many
+    /// rewrites and undos updates the index, the cost and the prices once, at its end.
+    [[nodiscard]] EditJournal edit(std::uint32_t rule, const rewrite::Location& where) {
+        EditJournal journal = rewrite::apply(m_graph, rules(), rule, where, rewrite::Verify::no);
+        note_edit(journal.touched_nodes());
+        return journal;
+    }
+    /// undo() without sync().
+    void revert(EditJournal&& journal) {
+        const std::vector<NodeId> touched = journal.touched_nodes();
+        m_graph.undo(std::move(journal));
+        note_edit(touched);
+    }
+    /// Brings the index, the cost and the prices up to date after edit()s and revert()s.
+    void sync() {
+        if (m_pending.empty()) return;
+        std::sort(m_pending.begin(), m_pending.end());
+        m_pending.erase(std::unique(m_pending.begin(), m_pending.end()), m_pending.end());
+        m_index.update(m_graph, m_pending);
+        after_edit(m_pending);
+        m_pending.clear();
+    }
+
+    /// Calls `visit(action, cost_after)` for the listed actions, cheapest first, until it
+    /// returns false.
+    template <class Visit>
+    void for_each_cheapest(Visit&& visit) const {
+        const double now = cost();  // checks the state is synced
+        for (const PricedAction& a : m_ranked)
+            if (!visit(a, now + a.delta_ms)) return;
+    }
+    /// The cheapest listed action, if any.
+    [[nodiscard]] std::optional<PricedAction> cheapest() const {
+        expect_synced();
+        if (m_ranked.empty()) return std::nullopt;
+        return *m_ranked.begin();
+    }
+
+    /// Bytes held by the price cache (entries, ranking and the nodes each read).
+    [[nodiscard]] std::size_t cache_bytes() const noexcept {
+        constexpr std::size_t tree_node_overhead = 48;  // a red-black tree node's links and colour
+        constexpr std::size_t hash_node_overhead = 24;
+        std::size_t bytes = m_ranked.size() * (sizeof(PricedAction) + tree_node_overhead)
+                            + m_entries.size() * (sizeof(detail::ActionKey) + sizeof(Entry) + hash_node_overhead);
+        return bytes + m_reader_entries * sizeof(Reader) + m_readers.size() * sizeof(std::vector<Reader>);
+    }
+
+private:
+    struct Entry {
+        double delta_ms = 0;
+        std::uint64_t generation = 0;
+    };
+    /// An entry that read a node: its key and the generation it had then.
+    struct Reader {
+        std::uint32_t slot = 0;
+        std::uint64_t generation = 0;
+    };
+
+    void expect_synced() const {
+        RLFLOW_EXPECTS(m_pending.empty(), precondition_error, "SearchState: edits not synced; call sync()");
+    }
+    void note_edit(const std::vector<NodeId>& touched) {
+        m_hash.update(m_graph, touched);
+        m_pending.insert(m_pending.end(), touched.begin(), touched.end());
+    }
+    /// Brings the tracker and the prices up to date after edits of the graph (whose
+    /// index is current already) that touched `touched`.
+    void after_edit(const std::vector<NodeId>& touched) {
+        const Graph& g = m_graph;
+        m_tracker.update(g, touched);
+        // Prices that read a touched or re-priced node go; those still listed are probed again.
+        std::vector<detail::ActionKey> again;
+        forget_readers(touched, again);
+        const std::vector<NodeId> repriced(m_tracker.last_repriced().begin(), m_tracker.last_repriced().end());
+        forget_readers(repriced, again);
+        for (const auto& [rule, l] : m_index.added()) again.push_back({rule, l});
+        for (const detail::ActionKey& k : again)
+            if (!m_entries.contains(k) && m_index.lists(k.rule, k.where)) price(k.rule, k.where);
+    }
+
+    void forget_readers(std::span<const NodeId> nodes, std::vector<detail::ActionKey>& again) {
+        for (const NodeId n : nodes) {
+            if (n.value >= m_readers.size()) continue;
+            for (const Reader& r : m_readers[n.value]) {
+                if (r.slot >= m_slots.size() || m_slots[r.slot].generation != r.generation) continue;
+                Slot& s = m_slots[r.slot];
+                const auto it = m_entries.find(s.key);
+                if (it != m_entries.end() && it->second.generation == r.generation) {
+                    m_ranked.erase(PricedAction{it->second.delta_ms, s.key.rule, s.key.where});
+                    m_entries.erase(it);
+                    again.push_back(s.key);
+                }
+                s.generation = 0;  // dead
+                m_free.push_back(r.slot);
+            }
+            m_reader_entries -= m_readers[n.value].size();
+            m_readers[n.value].clear();
+        }
+    }
+
+    /// Probes action (rule, where), a listed location, and keeps its price with the
+    /// nodes the price read.
+    void price(std::uint32_t rule, const rewrite::Location& where) {
+        ++m_probes;
+        const Graph& g = m_graph;
+        const std::uint32_t bound = g.id_bound();
+        std::vector<NodeId> read;
+        for (const NodeId n : where.nodes)
+            if (n.valid()) read.push_back(n);
+        EditJournal journal = rewrite::apply(m_graph, rules(), rule, where, rewrite::Verify::no);
+        const std::vector<NodeId> touched = journal.touched_nodes();
+        double delta = 0;
+        try {
+            m_tracker.update(g, touched);
+            delta = m_tracker.last_change();
+            for (const NodeId n : touched)
+                if (n.value < bound) read.push_back(n);
+            for (const NodeId n : m_tracker.last_repriced()) {
+                if (n.value < bound) read.push_back(n);
+                for (const TensorRef& in : g.node(n).inputs)
+                    if (in.present() && in.node.value < bound) read.push_back(in.node);
+            }
+        } catch (...) {
+            m_graph.undo(std::move(journal));
+            m_tracker.update(g, touched);
+            throw;
+        }
+        m_graph.undo(std::move(journal));
+        m_tracker.update(g, touched);
+        std::sort(read.begin(), read.end());
+        read.erase(std::unique(read.begin(), read.end()), read.end());
+
+        const std::uint64_t generation = ++m_generation;
+        std::uint32_t slot;
+        if (!m_free.empty()) {
+            slot = m_free.back();
+            m_free.pop_back();
+        } else {
+            slot = static_cast<std::uint32_t>(m_slots.size());
+            m_slots.emplace_back();
+        }
+        m_slots[slot] = {{rule, where}, generation};
+        m_entries[{rule, where}] = {delta, generation};
+        m_ranked.insert({delta, rule, where});
+        if (!read.empty() && read.back().value >= m_readers.size()) m_readers.resize(read.back().value + 1);
+        for (const NodeId n : read) m_readers[n.value].push_back({slot, generation});
+        m_reader_entries += read.size();
+    }
+
+    struct Slot {
+        detail::ActionKey key;
+        std::uint64_t generation = 0;  // 0: free
+    };
+
+    Graph m_graph;
+    rewrite::LocationIndex m_index;
+    cost::CostTracker<Backend> m_tracker;
+    StructureHash m_hash;
+    std::unordered_map<detail::ActionKey, Entry, detail::ActionKeyHash> m_entries;
+    std::set<PricedAction, CheaperAction> m_ranked;
+    std::vector<Slot> m_slots;
+    std::vector<std::uint32_t> m_free;
+    std::vector<std::vector<Reader>> m_readers;  // by node id
+    std::size_t m_reader_entries = 0;
+    std::uint64_t m_generation = 0;
+    std::size_t m_probes = 0;
+    std::vector<NodeId> m_pending;  // touched by edits not synced yet
+};
+
+}  // namespace rlflow::search
