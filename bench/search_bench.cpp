@@ -1,8 +1,11 @@
 // Search throughput with the analytic v100 model and the built-in rules:
 // - taso_expansions: backtracking (alpha 1.05) expansions per second; each expansion
-//   indexes the dequeued graph, prices every successor incrementally and canonicalises
-//   the kept ones. Items are expansions.
+//   walks the working graph to the dequeued one, updates its index and the prices the
+//   walk touched, hashes it, and queues its cheapest successors. Items are expansions
+//   (20 a run, so the pricing of the input's actions weighs in).
 // - greedy: a whole greedy search to convergence; the counter gives the cost ratio.
+// - search_at_scale: a whole greedy or taso search at the default budget on the scale
+//   family (1k and 50k nodes); counters give expansions, the ratio and the search's memory.
 // - eqsat_saturate: equality saturation of a graph seeded into a fresh e-graph, for 3
 //   iterations (multi-output rules in the first); items are e-nodes added, so items/s is
 //   e-nodes added per second.
@@ -60,6 +63,24 @@ void greedy(benchmark::State& state, const std::string& model) {
     state.SetItemsProcessed(state.iterations());
     state.counters["speedup"] = ratio;
     state.counters["rewrites"] = static_cast<double>(steps);
+}
+
+// The scale family (issue 26): a whole search at the default budget (1000, or one
+// expansion per 8 nodes), on zoo:encoder_small at 19 and 943 layers (1,008 and about
+// 50,000 nodes). Counters: expansions, the cost ratio, and the bytes the search held
+// beyond its working graph.
+void search_at_scale(benchmark::State& state, const std::string& model, bool taso) {
+    const Graph g = models::build_zoo_model(model);
+    cost::CostModel<cost::AnalyticBackend> costs(cost::AnalyticBackend::preset("v100"));
+    search::SearchOptions options;
+    options.budget = search::default_budget(g.num_nodes());
+    search::SearchResult result;
+    for (auto _ : state)
+        result = taso ? search::backtracking(g, rules(), costs, options) : search::greedy(g, rules(), costs, options);
+    state.counters["nodes"] = static_cast<double>(g.num_nodes());
+    state.counters["expansions"] = static_cast<double>(result.expansions);
+    state.counters["speedup"] = result.initial_cost_ms / result.best_cost_ms;
+    state.counters["search_MB"] = static_cast<double>(result.peak_search_bytes) / (1 << 20);
 }
 
 search::EqsatOptions bench_eqsat() {
@@ -140,6 +161,10 @@ BENCHMARK_CAPTURE(taso_expansions, inception_v3, std::string("inception_v3"))->U
 BENCHMARK_CAPTURE(greedy, bert, std::string("bert"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(greedy, inception_v3, std::string("inception_v3"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(greedy, resnext50, std::string("resnext50"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(search_at_scale, greedy_encoder_small_1k, std::string("encoder_small:19"), false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(search_at_scale, greedy_encoder_small_50k, std::string("encoder_small:943"), false)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(search_at_scale, taso_encoder_small_1k, std::string("encoder_small:19"), true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(search_at_scale, taso_encoder_small_50k, std::string("encoder_small:943"), true)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 BENCHMARK_CAPTURE(eqsat_saturate, bert, std::string("bert"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(eqsat_extract_greedy, bert, std::string("bert"))->Unit(benchmark::kMillisecond);

@@ -60,6 +60,8 @@ def measure(rlflow, depth, methods, timeout, work, skipped):
             with open(report) as f:
                 r = json.load(f)
             note = f"{r['stop_reason']}, {r['expansions']} expansions, {r['cost_before_ms'] / r['cost_after_ms']:.3f}x"
+            if r.get("peak_search_bytes"):
+                note += f", search {r['peak_search_bytes'] / 2**20:.1f} MB"
         row[method] = (seconds, mb, note)
     return row
 
@@ -76,13 +78,14 @@ def write_table(rows, methods, out, figure):
     lines = ["# Scaling: seconds and peak memory against graph size", "",
              "Written by `python3 tools/scaling.py` (see its docstring): the built `rlflow` on",
              "`zoo:encoder_small:DEPTH`; `optimize` with `--cost analytic --guard none` and its default",
-             "`--budget 1000`; wall seconds and max RSS of the whole command (model build, search,",
-             "verification on random inputs, writing).", "",
+             "budget (1000 expansions, or one per 8 nodes on larger graphs); wall seconds and max RSS of",
+             "the whole command (model build, search, verification on random inputs, writing), and for",
+             "the searches that count it, the memory the search held beyond its working graph.", "",
              "| depth | nodes | " + " | ".join(columns) + " |", "|---:|---:|" + "---|" * len(columns)]
     for row in rows:
         lines.append(f"| {row['depth']} | {row['nodes']:,} | " + " | ".join(cell(row[c]) for c in columns) + " |")
     if figure:
-        lines += ["", f"![seconds against nodes]({os.path.basename(figure)})"]
+        lines += ["", f"![seconds and peak memory against nodes]({os.path.basename(figure)})"]
     kept = ""  # what people wrote under "## Findings" stays
     if os.path.exists(out):
         with open(out) as f:
@@ -100,16 +103,18 @@ def plot(rows, methods, figure):
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for column in ["import"] + methods:
-        points = [(r["nodes"], r[column][0]) for r in rows if r[column][0] is not None]
-        if points:
-            ax.plot(*zip(*points), marker="o", label=column)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("nodes")
-    ax.set_ylabel("seconds")
-    ax.legend()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for index, (ax, label) in enumerate(zip(axes, ["seconds", "peak MB (max RSS)"])):
+        for column in ["import"] + methods:
+            points = [(r["nodes"], r[column][index]) for r in rows if r[column][index] is not None]
+            if points:
+                ax.plot(*zip(*points), marker="o", label=column)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("nodes")
+        ax.set_ylabel(label)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].legend()
     fig.tight_layout()
     fig.savefig(figure, dpi=120)
     return True

@@ -377,3 +377,33 @@ TEST_CASE("optimize with ONNX Runtime names its target, prices ops in ORT and gu
     CHECK(std::filesystem::exists(out));
     std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("optimize scales its budget with the graph, reports its memory, and stops at --memory-limit") {
+    const ScratchDir dir("rlflow_cli_optimize_memory");
+    const std::string out = dir.file("out.onnx");
+    const std::string report = dir.file("report.json");
+    const std::string base = "optimize zoo:inception_v3 -o " + out + " --cost analytic --guard none --report " + report;
+    REQUIRE(run_cli(base + " --budget 40").exit_code == 0);
+    std::ifstream in(report);
+    const auto j = nlohmann::json::parse(in);
+    CHECK(j["budget"] == 40);
+    CHECK(j["peak_search_bytes"].get<double>() > 0);
+    // The process's peak holds the search's and the graph's at least.
+    CHECK(j["peak_rss_bytes"].get<double>() > j["peak_search_bytes"].get<double>());
+    // The default budget: 1000 for a graph of under 8,000 nodes.
+    REQUIRE(run_cli(base + " --budget 0 --time-limit 1").exit_code == 0);
+    std::ifstream again(report);
+    CHECK(nlohmann::json::parse(again)["budget"] == 1000);
+
+    // The search holds about 4 MB on inception-v3 by its default budget (its tree, the
+    // hashes seen and the prices of its working graph): a limit of one megabyte stops it
+    // on the way, and what it writes is still verified.
+    const Result limited = run_cli(base + " --memory-limit 1");
+    REQUIRE_MESSAGE(limited.exit_code == 0, limited.output);
+    CHECK(limited.output.find("stopped at the --memory-limit") != std::string::npos);
+    std::ifstream third(report);
+    const auto k = nlohmann::json::parse(third);
+    CHECK(k["stop_reason"] == "memory_limit");
+    CHECK(k["verified"] == true);
+    CHECK(k["peak_search_bytes"].get<double>() > 1 << 20);
+}
