@@ -110,7 +110,9 @@ TEST_CASE("backtracking holds its tree, not whole graphs, and stops at a memory 
     CHECK(free.peak_search_bytes > 0);
     // Thirty graphs kept whole would hold thirty copies of the graph's nodes; the tree
     // holds thirty rewrites beside the price cache of one graph.
-    const auto one = search::backtracking(g, rules(), model, {.budget = 1});
+    search::SearchOptions first;
+    first.budget = 1;
+    const auto one = search::backtracking(g, rules(), model, first);
     CHECK(free.peak_search_bytes < one.peak_search_bytes + options.budget * 4096);
 
     options.memory_limit_bytes = one.peak_search_bytes / 2;

@@ -177,6 +177,91 @@ private:
     std::unordered_set<Hash128, Hash128Hasher> m_seen;
 };
 
+/// The queue of candidates (cheapest first, at most max_queue, the costliest dropped),
+/// the best candidate so far, and the keep_best cheapest seen.
+class Frontier {
+public:
+    Frontier(const Candidate& input, const SearchOptions& options) : m_options(options), m_best(input) {
+        m_queue.insert(input);
+        offer(input);
+    }
+
+    [[nodiscard]] bool empty() const noexcept { return m_queue.empty(); }
+    [[nodiscard]] const Candidate& best() const noexcept { return m_best; }
+    /// The keep_best cheapest candidates seen, cheapest first.
+    [[nodiscard]] const std::vector<Candidate>& cheapest() const noexcept { return m_cheapest; }
+
+    /// Takes the cheapest queued candidate out.
+    [[nodiscard]] Candidate pop() {
+        const Candidate c = *m_queue.begin();
+        m_queue.erase(m_queue.begin());
+        return c;
+    }
+
+    /// Queues the successors of the graph `state` holds (tree node `at`): those below
+    /// alpha x the best cost so far, this expansion's cheapest successor counted, and of
+    /// those only the max_queue cheapest, which alone can stay queued; inserted in (rule,
+    /// location) order.
+    template <cost::CostBackend Backend>
+    void expand(const SearchState<Backend>& state, std::uint32_t at) {
+        m_successors.clear();
+        double bound = 0;
+        state.for_each_cheapest([&](const PricedAction& a, double cost) {
+            if (m_successors.empty()) bound = m_options.alpha * std::min(m_best.cost_ms, cost);
+            if (!(cost < bound) || m_successors.size() == m_options.max_queue) return false;
+            if (m_queue.size() == m_options.max_queue && !(cost < std::prev(m_queue.end())->cost_ms)) return false;
+            m_successors.push_back({cost, 0, at, a.rule, a.where});
+            return true;
+        });
+        std::sort(m_successors.begin(), m_successors.end(), [](const Candidate& a, const Candidate& b) {
+            return a.rule != b.rule ? a.rule < b.rule : a.where < b.where;
+        });
+        const Candidate* cheapest_successor = nullptr;
+        for (Candidate& s : m_successors) {
+            s.order = ++m_order;
+            if (!cheapest_successor || CheaperFirst{}(s, *cheapest_successor)) cheapest_successor = &s;
+            offer(s);
+            m_queue.insert(s);
+            if (m_queue.size() > m_options.max_queue) m_queue.erase(std::prev(m_queue.end()));
+        }
+        if (cheapest_successor && cheapest_successor->cost_ms < m_best.cost_ms) m_best = *cheapest_successor;
+    }
+
+private:
+    void offer(const Candidate& c) {
+        const std::size_t k = m_options.keep_best;
+        if (k == 0 || (m_cheapest.size() == k && !CheaperFirst{}(c, m_cheapest.back()))) return;
+        m_cheapest.insert(std::upper_bound(m_cheapest.begin(), m_cheapest.end(), c, CheaperFirst{}), c);
+        if (m_cheapest.size() > k) m_cheapest.pop_back();
+    }
+
+    const SearchOptions& m_options;
+    std::set<Candidate, CheaperFirst> m_queue;
+    std::uint64_t m_order = 0;
+    Candidate m_best;
+    std::vector<Candidate> m_cheapest;
+    std::vector<Candidate> m_successors;  // scratch
+};
+
+/// The kept candidates' graphs other than `best` and each other (by canonical form),
+/// priced by `model`, cheapest first.
+template <cost::CostBackend Backend>
+[[nodiscard]] std::vector<SearchResult::RunnerUp> runners_up(TreeWalker<Backend>& walker, const std::vector<Candidate>& kept,
+                                                             const Graph& best, const rewrite::RuleSet& rules,
+                                                             cost::CostModel<Backend>& model) {
+    SeenGraphs distinct;
+    distinct.insert(best);
+    std::vector<SearchResult::RunnerUp> out;
+    for (const Candidate& c : kept) {
+        Graph g = walker.graph_of(c);
+        if (!distinct.insert(g)) continue;
+        const double ms = model.graph_cost(g);
+        const std::vector<std::uint32_t> path = walker.path_of(c);
+        out.push_back({std::move(g), ms, named_counts(rules, path), named_sequence(rules, path)});
+    }
+    return out;
+}
+
 }  // namespace detail
 
 /// Backtracking search from `graph` with `rules`, priced by `model`.
@@ -186,77 +271,31 @@ template <cost::CostBackend Backend>
     const detail::StopRules stop(options);
     SearchResult result;
     detail::TreeWalker<Backend> walker(graph, rules, model);
-    SearchState<Backend>& state = walker.state();
-    result.initial_cost_ms = state.cost();
-    // Cheapest first; past max_queue candidates the most expensive is dropped.
-    std::set<detail::Candidate, detail::CheaperFirst> queue;
-    std::uint64_t order = 0;
-    detail::Candidate best{result.initial_cost_ms, order, detail::no_tree_node, 0, {}};
-    queue.insert(best);
-    // The keep_best cheapest candidates seen, cheapest first.
-    std::vector<detail::Candidate> cheapest{best};
-    const auto offer = [&](const detail::Candidate& c) {
-        if (options.keep_best == 0 || (cheapest.size() == options.keep_best && !detail::CheaperFirst{}(c, cheapest.back()))) return;
-        cheapest.insert(std::upper_bound(cheapest.begin(), cheapest.end(), c, detail::CheaperFirst{}), c);
-        if (cheapest.size() > options.keep_best) cheapest.pop_back();
-    };
-    std::vector<detail::Candidate> successors;
+    result.initial_cost_ms = walker.state().cost();
+    detail::Frontier frontier({result.initial_cost_ms, 0, detail::no_tree_node, 0, {}}, options);
     result.reason = StopReason::converged;
-    while (!queue.empty()) {
+    while (!frontier.empty()) {
         if (const auto why = stop.check(result.expansions)) {
             result.reason = *why;
             break;
         }
-        const detail::Candidate current = *queue.begin();
-        queue.erase(queue.begin());
-        if (!walker.make(current)) continue;
+        if (!walker.make(frontier.pop())) continue;
         ++result.expansions;
         result.peak_search_bytes = std::max(result.peak_search_bytes, walker.bytes());
         if (const auto why = stop.check_memory(walker.bytes())) {
             result.reason = *why;
             break;
         }
-        // A successor is kept below alpha x the best cost so far, this expansion's cheapest
-        // successor counted; and only the max_queue cheapest can stay queued.
-        successors.clear();
-        const std::uint32_t at = walker.at();
-        double bound = 0;
-        state.for_each_cheapest([&](const PricedAction& a, double cost) {
-            if (successors.empty()) bound = options.alpha * std::min(best.cost_ms, cost);
-            if (!(cost < bound) || successors.size() == options.max_queue) return false;
-            if (queue.size() == options.max_queue && !(cost < std::prev(queue.end())->cost_ms)) return false;
-            successors.push_back({cost, 0, at, a.rule, a.where});
-            return true;
-        });
-        std::sort(successors.begin(), successors.end(), [](const detail::Candidate& a, const detail::Candidate& b) {
-            return a.rule != b.rule ? a.rule < b.rule : a.where < b.where;
-        });
-        const detail::Candidate* cheapest_successor = nullptr;
-        for (detail::Candidate& s : successors) {
-            s.order = ++order;
-            if (!cheapest_successor || detail::CheaperFirst{}(s, *cheapest_successor)) cheapest_successor = &s;
-            offer(s);
-            queue.insert(s);
-            if (queue.size() > options.max_queue) queue.erase(std::prev(queue.end()));
-        }
-        if (cheapest_successor && cheapest_successor->cost_ms < best.cost_ms) best = *cheapest_successor;
-        if (options.on_progress) options.on_progress({result.expansions, options.budget, result.initial_cost_ms, best.cost_ms});
+        frontier.expand(walker.state(), walker.at());
+        if (options.on_progress)
+            options.on_progress({result.expansions, options.budget, result.initial_cost_ms, frontier.best().cost_ms});
     }
-    result.graph = walker.graph_of(best);
+    result.graph = walker.graph_of(frontier.best());
     result.best_cost_ms = model.graph_cost(result.graph);
-    const std::vector<std::uint32_t> path = walker.path_of(best);
+    const std::vector<std::uint32_t> path = walker.path_of(frontier.best());
     result.rewrites = detail::named_counts(*rules, path);
     result.sequence = detail::named_sequence(*rules, path);
-    // Runners-up: the kept graphs other than the best and each other, by canonical form.
-    detail::SeenGraphs distinct;
-    distinct.insert(result.graph);
-    for (const detail::Candidate& c : cheapest) {
-        Graph g = walker.graph_of(c);
-        if (!distinct.insert(g)) continue;
-        const double ms = model.graph_cost(g);
-        const std::vector<std::uint32_t> p = walker.path_of(c);
-        result.runners_up.push_back({std::move(g), ms, detail::named_counts(*rules, p), detail::named_sequence(*rules, p)});
-    }
+    result.runners_up = detail::runners_up(walker, frontier.cheapest(), result.graph, *rules, model);
     result.peak_search_bytes = std::max(result.peak_search_bytes, walker.bytes());
     result.seconds = stop.seconds();
     return result;
