@@ -105,7 +105,7 @@ TEST_CASE("the structure hash tells apart graphs that differ in an op, an attrib
     CHECK(StructureHash(clipped).value() != StructureHash(clipped_other).value());
 }
 
-TEST_CASE("an edit changes the last round's values only within the hash's depth downstream") {
+TEST_CASE("an edit at the head of a chain longer than the hash's depth changes the hash, as a fresh hash does") {
     // A chain longer than the depth: a change at its head must still change the graph's
     // hash (the head's own value changes), and the update must agree with a fresh hash.
     Graph g;
