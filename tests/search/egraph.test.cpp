@@ -7,9 +7,12 @@
 #include <rlflow/models/zoo.hpp>
 #include <rlflow/rewrite.hpp>
 #include <rlflow/search/egraph_convert.hpp>
+#include <rlflow/search/erewrite.hpp>
 #include <rlflow/search/extract.hpp>
 
 #include <doctest/doctest.h>
+
+#include <set>
 
 using namespace rlflow;
 using search::ClassId;
@@ -35,6 +38,35 @@ ENode op_node(OpKind op, std::vector<ClassId> children) {
     e.payload.op = op;
     e.children = std::move(children);
     return e;
+}
+
+/// Whether every edge, from a class to a child class of one of its e-nodes, goes to a
+/// level no higher (strictly lower with `strict`, for an acyclic e-graph).
+bool levels_hold(const EGraph& eg, bool strict) {
+    for (ClassId c = 0; c < eg.class_bound(); ++c) {
+        if (eg.find(c) != c) continue;
+        for (const search::ENodeId e : eg.members(c))
+            for (const ClassId k : search::detail::child_classes(eg, e))
+                if (strict ? eg.level(k) >= eg.level(c) : eg.level(k) > eg.level(c)) return false;
+    }
+    return true;
+}
+
+/// Whether a class of `targets` is reachable from `from` along e-node children, by a
+/// search over every class (the levels' pruning left out).
+bool reaches_plainly(const EGraph& eg, const std::vector<ClassId>& from, const std::set<ClassId>& targets) {
+    std::set<ClassId> seen;
+    std::vector<ClassId> stack;
+    for (const ClassId c : from) stack.push_back(eg.find(c));
+    while (!stack.empty()) {
+        const ClassId c = stack.back();
+        stack.pop_back();
+        if (targets.contains(c)) return true;
+        if (!seen.insert(c).second) continue;
+        for (const search::ENodeId e : eg.members(c))
+            for (const ClassId k : search::detail::child_classes(eg, e)) stack.push_back(k);
+    }
+    return false;
 }
 
 }  // namespace
@@ -118,4 +150,45 @@ TEST_CASE("a graph goes into an e-graph and back unchanged, with equal nodes mad
     const Graph back = search::extract_graph(g, seeded, search::greedy_choice(seeded.egraph, no_cost));
     CHECK(back.num_nodes() == 3);
     CHECK(back.outputs()[0].name == "y");
+}
+
+TEST_CASE("a class's level bounds what it reaches through adds, unions and rebuilding, and spacing keeps that") {
+    const OpKind ops[] = {OpKind::Relu, OpKind::Tanh, OpKind::Sigmoid, OpKind::Add, OpKind::Mul};
+    Rng rng(11);
+    std::size_t cyclic = 0;
+    for (int trial = 0; trial < 30; ++trial) {
+        CAPTURE(trial);
+        EGraph eg;
+        const TensorType t = f32({4});
+        std::vector<ClassId> classes{eg.add(leaf(0), {t}), eg.add(leaf(1), {t})};
+        for (int i = 0; i < 25; ++i) {
+            const OpKind op = ops[rng.below(std::size(ops))];
+            std::vector<ClassId> kids{classes[rng.below(classes.size())]};
+            if (op == OpKind::Add || op == OpKind::Mul) kids.push_back(classes[rng.below(classes.size())]);
+            classes.push_back(eg.add(op_node(op, kids), {t}));
+        }
+        // Spaced while still acyclic, every edge goes strictly down.
+        eg.space_levels();
+        CHECK(levels_hold(eg, true));
+        // Unions (some close cycles) raise consumers; rebuilding unites more.
+        for (int u = 0; u < 4; ++u) {
+            eg.merge(classes[2 + rng.below(classes.size() - 2)], classes[2 + rng.below(classes.size() - 2)]);
+            CHECK(levels_hold(eg, false));
+        }
+        eg.rebuild();
+        CHECK(levels_hold(eg, false));
+        eg.space_levels();
+        CHECK(levels_hold(eg, false));
+        // The cycle check's pruned search answers as a search over every class does.
+        for (ClassId c = 0; c < eg.class_bound(); ++c) {
+            if (eg.find(c) != c) continue;
+            std::vector<ClassId> children;
+            for (const search::ENodeId e : eg.members(c))
+                for (const ClassId k : search::detail::child_classes(eg, e)) children.push_back(k);
+            const bool plain = reaches_plainly(eg, children, {c});
+            CHECK(search::detail::reaches(eg, children, {c}) == plain);
+            cyclic += plain ? 1 : 0;
+        }
+    }
+    CHECK(cyclic > 0);  // some unions closed cycles, so the pruning met classes on them
 }

@@ -135,3 +135,38 @@ TEST_CASE("with the saturated schedule, convolutions merge after their BatchNorm
         CHECK_MESSAGE(report.equal, report.detail);
     }
 }
+
+TEST_CASE("on a deep stack, the ILP by windows comes within 1% of one ILP, and the e-node limit grows with the graph") {
+    const Graph g = weighted("encoder_small:19");  // 1,008 nodes
+    CostModel<AnalyticBackend> model(AnalyticBackend::preset("v100"));
+    if (search::ilp_available) {
+        search::EqsatOptions whole;
+        whole.ilp_windows.above = 0;
+        search::EqsatOptions windows;
+        windows.ilp_windows = {.above = 500, .classes = 300};
+        const search::EqsatResult one = search::eqsat(g, rules(), model, {}, whole);
+        const search::EqsatResult by = search::eqsat(g, rules(), model, {}, windows);
+        REQUIRE(one.stats.ilp.has_value());
+        REQUIRE(by.stats.ilp.has_value());
+        CHECK(one.stats.ilp->windows == 0);
+        CHECK(by.stats.ilp->windows > 2);
+        CHECK(by.stats.local.moves == 0);  // left out: the windows start from greedy's choice
+        CHECK(by.stats.ilp_cost_ms < by.stats.greedy_cost_ms * 0.95);
+        CHECK(by.stats.ilp_cost_ms <= one.stats.ilp_cost_ms * 1.01);
+        const auto report = rewrite::check_equivalence(g, by.search.graph, {.trials = 1, .seed = 1, .rtol = 1e-3, .atol = 1e-4});
+        CHECK_MESSAGE(report.equal, report.detail);
+    } else {
+        MESSAGE("the ILP needs CBC (coinor-libcbc-dev): only the e-node limit is checked");
+    }
+    // The limit: Tensat's 50,000 on this graph, ten e-nodes per node on a deeper one.
+    search::EqsatStats small, deep;
+    search::SeededEGraph seeded = search::seed_egraph(g);
+    search::EqsatOptions none;
+    none.iteration_limit = 0;
+    CHECK(search::saturate(seeded.egraph, *rules(), none, small) == "iteration_limit");
+    CHECK(small.node_limit == 50000);
+    search::SeededEGraph deeper = search::seed_egraph(models::build_zoo_model("encoder_small:150"));
+    (void)search::saturate(deeper.egraph, *rules(), none, deep);
+    CHECK(deep.node_limit == 10 * deeper.egraph.node_bound());
+    CHECK(deep.node_limit > 50000);
+}

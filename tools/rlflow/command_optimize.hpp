@@ -305,7 +305,7 @@ inline nlohmann::json eqsat_json(const search::EqsatStats& s, const search::Eqsa
     j["enodes"] = s.enodes;
     j["iterations"] = s.iterations;
     j["stop"] = s.stop;
-    j["node_limit"] = options.node_limit;
+    j["node_limit"] = s.node_limit;
     j["iteration_limit"] = options.iteration_limit;
     j["multi_rounds"] = options.multi_rounds;
     j["multi_rounds_run"] = s.multi_rounds;
@@ -326,6 +326,7 @@ inline nlohmann::json eqsat_json(const search::EqsatStats& s, const search::Eqsa
         j["ilp_constraints"] = s.ilp->constraints;
         j["ilp_filtered"] = s.ilp->filtered;
         j["ilp_seconds"] = s.ilp->seconds;
+        j["ilp_windows"] = s.ilp->windows;
     }
     j["explore_seconds"] = s.explore_seconds;
     j["price_seconds"] = s.price_seconds;
@@ -619,8 +620,9 @@ inline void add_optimize_command(CLI::App& app) {
                     "greedy, taso (cost-ordered backtracking), eqsat (equality saturation, then extraction), mf or mb "
                     "(roll out the model-free or model-based agent --agent names; --budget counts its steps)")
         ->check(CLI::IsMember({"greedy", "taso", "eqsat", "mf", "mb"}))->capture_default_str();
-    cmd->add_option("--node-limit", o->eqsat.node_limit, "--search eqsat: stop exploring at this many e-nodes")
-        ->check(CLI::Range(std::size_t{1}, std::size_t{100'000'000}))->capture_default_str();
+    cmd->add_option("--node-limit", o->eqsat.node_limit,
+                    "--search eqsat: stop exploring at this many e-nodes (0: 50,000, or 10 per node on larger graphs)")
+        ->check(CLI::Range(std::size_t{0}, std::size_t{100'000'000}))->capture_default_str();
     cmd->add_option("--iter-limit", o->eqsat.iteration_limit, "--search eqsat: stop exploring after this many iterations")
         ->check(CLI::Range(std::size_t{0}, std::size_t{1'000'000}))->capture_default_str();
     cmd->add_option("--multi-rounds", o->eqsat.multi_rounds,

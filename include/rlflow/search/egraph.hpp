@@ -19,6 +19,15 @@
 /// before the model runs (computed from weights and constants alone, as
 /// weight_only_nodes decides for a graph). Classes that merge must have equal types: a
 /// verified rule never equates tensors of different types, so a mismatch throws.
+///
+/// Every class has a level, kept so that a class reaches (along e-node children) only
+/// classes whose level is at most its own: a new class sits one above its highest
+/// child, and a union raises the consumers of the lower class up to the union's level.
+/// space_levels() recomputes them spaced (strongly connected components in children-first
+/// order, a wide gap between dependent ones), so that the rewrites of one exploring
+/// iteration rarely raise anything. Searches for a class among another's descendants
+/// (erewrite.hpp's cycle check) stop at classes below it, so that they cost in proportion
+/// to the band between the two rather than to the graph.
 
 #include <rlflow/core/canonical.hpp>
 #include <rlflow/core/graph.hpp>
@@ -76,6 +85,10 @@ public:
         if (const auto it = m_memo.find(key); it != m_memo.end()) return find(m_class_of[it->second]);
         const ENodeId id = static_cast<ENodeId>(m_nodes.size());
         const ClassId cls = static_cast<ClassId>(m_parent.size());
+        std::uint64_t level = 0;
+        for (const ClassId c : node.children)
+            if (c != no_class) level = std::max(level, m_level[c] + 1);
+        m_level.push_back(level);
         m_parent.push_back(cls);
         m_data.push_back({std::move(types), is_constant(node)});
         m_members.push_back({id});
@@ -107,11 +120,16 @@ public:
         RLFLOW_EXPECTS(m_data[a].types == m_data[b].types, graph_error,
                        "e-graph: a rewrite equated tensors of different types (" + types_text(a) + " and " + types_text(b) + ")");
         if (m_members[a].size() < m_members[b].size()) std::swap(a, b);
+        // The consumers of the lower class may now sit below the union: raise them.
+        const std::uint64_t level = std::max(m_level[a], m_level[b]);
+        std::vector<ENodeId> lower = m_level[a] < level ? m_parents[a] : m_level[b] < level ? m_parents[b] : std::vector<ENodeId>{};
+        m_level[a] = level;
         m_parent[b] = a;
         if (m_data[a].constant != m_data[b].constant) m_now_constant.push_back(a);
         m_data[a].constant = m_data[a].constant || m_data[b].constant;
         append(m_members[a], m_members[b]);
         append(m_parents[a], m_parents[b]);
+        raise_consumers(lower, level);
         ++m_unions;
         m_dirty = true;
         return true;
@@ -150,6 +168,10 @@ public:
     /// The e-nodes that have canonical class `c` as a child (current after rebuild()).
     [[nodiscard]] const std::vector<ENodeId>& parents(ClassId c) const { return m_parents[c]; }
     [[nodiscard]] const EClassData& data(ClassId c) const { return m_data[find(c)]; }
+    /// Class `c`'s level (see the file comment): it reaches no class of a higher one.
+    [[nodiscard]] std::uint64_t level(ClassId c) const { return m_level[find(c)]; }
+    /// Recomputes every level, spaced (see the file comment); linear in the e-graph.
+    void space_levels();
 
     /// E-nodes ever added (dropped duplicates included: ids stay valid).
     [[nodiscard]] std::size_t node_bound() const noexcept { return m_nodes.size(); }
@@ -231,6 +253,19 @@ private:
         return s;
     }
 
+    /// Raises the classes of e-nodes `consumers`, and theirs in turn, to at least `level`.
+    void raise_consumers(const std::vector<ENodeId>& consumers, std::uint64_t level) {
+        std::vector<ClassId> stack;
+        for (const ENodeId p : consumers) stack.push_back(m_class_of[p]);
+        while (!stack.empty()) {
+            const ClassId c = find(stack.back());
+            stack.pop_back();
+            if (m_level[c] >= level) continue;
+            m_level[c] = level;
+            for (const ENodeId p : m_parents[c]) stack.push_back(m_class_of[p]);
+        }
+    }
+
     static void append(std::vector<ENodeId>& to, std::vector<ENodeId>& from) {
         to.insert(to.end(), from.begin(), from.end());
         from.clear();
@@ -253,8 +288,101 @@ private:
     std::vector<std::vector<ENodeId>> m_parents;
     std::unordered_map<std::string, ENodeId> m_memo;
     std::vector<ClassId> m_now_constant;
+    std::vector<std::uint64_t> m_level;
     std::size_t m_unions = 0;
     bool m_dirty = false;
 };
+
+namespace detail {
+
+/// The distinct canonical child classes of `e`.
+[[nodiscard]] inline std::vector<ClassId> child_classes(const EGraph& eg, ENodeId e) {
+    std::vector<ClassId> kids;
+    for (const ClassId c : eg.node(e).children)
+        if (c != no_class) kids.push_back(eg.find(c));
+    std::sort(kids.begin(), kids.end());
+    kids.erase(std::unique(kids.begin(), kids.end()), kids.end());
+    return kids;
+}
+
+/// Some canonical classes, and the position of each (class id -> position, -1 if absent).
+struct ClassIndex {
+    std::vector<ClassId> classes;
+    std::vector<int> index;
+};
+
+/// The strongly connected component of each class of `r` (by position in `r.classes`),
+/// over edges from a class to its e-nodes' children inside `r` (Tarjan's algorithm,
+/// iterative). Only an edge inside a component can be part of a cycle. Components are
+/// numbered children first: one that reaches another has the higher number.
+[[nodiscard]] inline std::vector<int> class_components(const EGraph& eg, const ClassIndex& r) {
+    const std::size_t n = r.classes.size();
+    std::vector<std::vector<int>> next(n);
+    for (std::size_t i = 0; i < n; ++i)
+        for (const ENodeId e : eg.members(r.classes[i]))
+            for (const ClassId k : child_classes(eg, e))
+                if (r.index[k] >= 0) next[i].push_back(r.index[k]);
+    std::vector<int> component(n, -1), order(n, -1), low(n, 0), stack;
+    std::vector<char> on_stack(n, 0);
+    int counter = 0, components = 0;
+    std::vector<std::pair<int, std::size_t>> frames;  // (class, next edge)
+    for (std::size_t root = 0; root < n; ++root) {
+        if (order[root] >= 0) continue;
+        frames.emplace_back(static_cast<int>(root), 0);
+        while (!frames.empty()) {
+            auto& [v, edge] = frames.back();
+            if (edge == 0 && order[v] < 0) {
+                order[v] = low[v] = counter++;
+                stack.push_back(v);
+                on_stack[v] = 1;
+            }
+            if (edge < next[v].size()) {
+                const int w = next[v][edge++];
+                if (order[w] < 0) frames.emplace_back(w, 0);
+                else if (on_stack[w]) low[v] = std::min(low[v], order[w]);
+                continue;
+            }
+            if (low[v] == order[v]) {
+                for (int w = -1; w != v;) {
+                    w = stack.back();
+                    stack.pop_back();
+                    on_stack[w] = 0;
+                    component[w] = components;
+                }
+                ++components;
+            }
+            const int done = v;
+            frames.pop_back();
+            if (!frames.empty()) low[frames.back().first] = std::min(low[frames.back().first], low[done]);
+        }
+    }
+    return component;
+}
+}  // namespace detail
+
+inline void EGraph::space_levels() {
+    // As wide as a rewrite's new nodes are ever stacked between two classes in one iteration.
+    constexpr std::uint64_t gap = std::uint64_t{1} << 20;
+    detail::ClassIndex all;
+    all.index.assign(m_parent.size(), -1);
+    for (ClassId c = 0; c < m_parent.size(); ++c)
+        if (find(c) == c) {
+            all.index[c] = static_cast<int>(all.classes.size());
+            all.classes.push_back(c);
+        }
+    const std::vector<int> component = detail::class_components(*this, all);
+    const int count = component.empty() ? 0 : *std::max_element(component.begin(), component.end()) + 1;
+    std::vector<std::vector<std::size_t>> of(static_cast<std::size_t>(count));
+    for (std::size_t i = 0; i < component.size(); ++i) of[static_cast<std::size_t>(component[i])].push_back(i);
+    std::vector<std::uint64_t> level(static_cast<std::size_t>(count), 0);
+    for (std::size_t k = 0; k < of.size(); ++k) {  // children first
+        for (const std::size_t i : of[k])
+            for (const ENodeId e : m_members[all.classes[i]])
+                for (const ClassId child : detail::child_classes(*this, e))
+                    if (const int j = component[static_cast<std::size_t>(all.index[child])]; j != static_cast<int>(k))
+                        level[k] = std::max(level[k], level[static_cast<std::size_t>(j)] + gap);
+        for (const std::size_t i : of[k]) m_level[all.classes[i]] = level[k];
+    }
+}
 
 }  // namespace rlflow::search

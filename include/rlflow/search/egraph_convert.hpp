@@ -135,6 +135,14 @@ struct ChoiceWalk {
     return walk;
 }
 
+/// The DAG cost of an acyclic walk of `choice`: each class it reaches, its chosen
+/// e-node's price once (`cost` per e-node), summed children first.
+[[nodiscard]] inline double walk_cost(const ChoiceWalk& walk, const std::vector<ENodeId>& choice, const std::vector<double>& cost) {
+    double total = 0;
+    for (const ClassId c : walk.order) total += cost[choice[c]];
+    return total;
+}
+
 /// The classes `roots` reach through `choice`, children first. Throws graph_error on a
 /// cycle or a class without a choice.
 [[nodiscard]] inline std::vector<ClassId> post_order(const EGraph& eg, const std::vector<ClassId>& roots,

@@ -23,9 +23,16 @@
 /// Extraction prices e-nodes with the cost model (extract.hpp), takes greedy's choice,
 /// improves it by local search with shared subgraphs counted once (extract_local.hpp),
 /// and with `ilp` also takes the ILP's (extract_ilp.hpp) seeded with the improved choice.
-/// Each is priced as a whole graph by CostModel::graph_cost, the price every other search
-/// reports, and the cheapest is the result; the next is its runner-up. A result that is
-/// not cheaper than the input is the input.
+/// On large e-graphs (EqsatOptions::ilp_windows) the ILP is solved by windows from
+/// greedy's choice, and the local search, quadratic there, is left out. Each is priced
+/// as a whole graph by CostModel::graph_cost, the price every other search reports, and
+/// the cheapest is the result; the next is its runner-up. A result that is not cheaper
+/// than the input is the input.
+///
+/// Scale: exploring costs in proportion to the e-graph (each iteration respaces the
+/// classes' levels, which keep the cycle checks local: egraph.hpp), the e-node limit
+/// grows with the graph (default_node_limit), and extraction by windows costs in
+/// proportion to the windows.
 
 #include <rlflow/search/egraph_convert.hpp>
 #include <rlflow/search/erewrite.hpp>
@@ -40,13 +47,24 @@
 
 namespace rlflow::search {
 
+/// The e-node limit for a graph of `nodes` nodes when none is given: Tensat's 50,000, or
+/// ten e-nodes per node on larger graphs (Tensat's graphs had up to a few thousand nodes;
+/// a fixed limit stops a deep stack right after seeding it).
+[[nodiscard]] constexpr std::size_t default_node_limit(std::size_t nodes) noexcept {
+    constexpr std::size_t least = 50000;
+    constexpr std::size_t enodes_per_node = 10;
+    return std::max(least, nodes * enodes_per_node);
+}
+
 /// How eqsat explores and extracts. The defaults are Tensat's experiments' settings:
-/// 50,000 e-nodes, 15 iterations, k_multi 1 (MultiSchedule::first). saturated() gives
+/// 50,000 e-nodes (more on larger graphs: default_node_limit), 15 iterations, k_multi 1
+/// (MultiSchedule::first). saturated() gives
 /// the settings that reached taso's results on all of Tensat's graphs here: the
 /// multi-output rules twice, each time after the single-output rules saturated, which
 /// needs more iterations (inception-v3 saturates after 28, NasNet-A after 39).
 struct EqsatOptions {
-    std::size_t node_limit = 50000;
+    /// E-nodes at most (0: default_node_limit of the input's nodes).
+    std::size_t node_limit = 0;
     std::size_t iteration_limit = 15;
     /// Iterations in which rules with several outputs run too.
     std::size_t multi_rounds = 1;
@@ -63,6 +81,12 @@ struct EqsatOptions {
     double ilp_time_limit_seconds = 60;
     /// How the ILP keeps its choice acyclic (extract_ilp.hpp).
     IlpCycles ilp_cycles = IlpCycles::filter;
+    /// Above `ilp_windows.above` classes, the ILP is solved by windows (ilp_choice; above
+    /// 0: one ILP whatever the size), and the local search, whose every evaluation walks
+    /// the whole choice, is left out: the windows start from greedy's choice. The zoo's
+    /// e-graphs at these defaults have at most 3,000 classes; a 5,000-node graph about
+    /// 7,000.
+    IlpWindows ilp_windows{.above = 8000, .classes = 2000};
     /// The local search after greedy (extract_local.hpp); seconds 0 turns it off.
     LocalSearchOptions local;
 
@@ -84,6 +108,8 @@ struct EqsatStats {
     std::size_t enodes = 0;
     std::size_t iterations = 0;
     std::size_t multi_rounds = 0;
+    /// The e-node limit it ran under (EqsatOptions::node_limit, resolved).
+    std::size_t node_limit = 0;
     /// saturated, node_limit, iteration_limit, time_limit or interrupted.
     std::string stop;
     /// greedy, local or ilp: which extraction gave the result.
@@ -145,10 +171,16 @@ template <cost::CostBackend Backend>
     };
     const std::vector<ENodeId> greedy = greedy_choice(seeded.egraph, costs);
     stats.greedy_cost_ms = add(greedy, "greedy");
-    stats.local = improve_choice(seeded.egraph, seeded.roots, costs, greedy, eq.local);
+    const bool ilp = eq.extraction == EqsatOptions::Extraction::ilp;
+    const bool windows = ilp && eq.ilp_windows.above > 0 &&
+                         reached_classes(seeded.egraph, seeded.roots).classes.size() > eq.ilp_windows.above;
+    LocalSearchOptions local = eq.local;
+    if (windows) local.seconds = 0;
+    stats.local = improve_choice(seeded.egraph, seeded.roots, costs, greedy, local);
     stats.local_cost_ms = stats.local.moves > 0 ? add(stats.local.choice, "local") : stats.greedy_cost_ms;
-    if (eq.extraction == EqsatOptions::Extraction::ilp) {
-        stats.ilp = ilp_choice(seeded.egraph, seeded.roots, costs, stats.local.choice, eq.ilp_time_limit_seconds, eq.ilp_cycles);
+    if (ilp) {
+        stats.ilp = ilp_choice(seeded.egraph, seeded.roots, costs, stats.local.choice, eq.ilp_time_limit_seconds, eq.ilp_cycles,
+                               eq.ilp_windows);
         stats.ilp_cost_ms = add(stats.ilp->choice, "ilp");
     }
     std::stable_sort(out.begin(), out.end(), [](const Extracted& a, const Extracted& b) { return a.graph.cost_ms < b.graph.cost_ms; });
@@ -158,17 +190,21 @@ template <cost::CostBackend Backend>
 }  // namespace detail
 
 /// Explores: runs the iterations of the file comment on `eg` under `options`' clock and
-/// stop flag (its progress callback sees iterations); fills `stats`' iterations,
-/// multi_rounds (iterations that ran multi-output rules; 0 on entry) and applied. Returns why it ended: saturated, node_limit,
-/// iteration_limit, time_limit or interrupted.
+/// stop flag (its progress callback sees iterations); fills `stats`' node_limit (with
+/// EqsatOptions::node_limit 0, default_node_limit of the e-nodes seeded), iterations,
+/// multi_rounds (iterations that ran multi-output rules; 0 on entry) and applied.
+/// Returns why it ended: saturated, node_limit, iteration_limit, time_limit or
+/// interrupted.
 [[nodiscard]] inline std::string saturate(EGraph& eg, const rewrite::RuleSet& rules, const EqsatOptions& eq, EqsatStats& stats,
                                           const SearchOptions& options = {}, double initial_cost_ms = 0) {
     const detail::StopRules stop(options);
+    stats.node_limit = eq.node_limit > 0 ? eq.node_limit : default_node_limit(eg.node_bound());
     bool single_saturated = false;
     for (std::size_t iteration = 0;; ++iteration) {
         if (const auto why = stop.check(0)) return why == StopReason::interrupted ? "interrupted" : "time_limit";
         if (iteration >= eq.iteration_limit) return "iteration_limit";
-        if (eg.node_bound() >= eq.node_limit) return "node_limit";
+        if (eg.node_bound() >= stats.node_limit) return "node_limit";
+        eg.space_levels();  // so that the cycle checks of this iteration's matches stay local
         const bool multi = stats.multi_rounds < eq.multi_rounds &&
                            (eq.multi_schedule == EqsatOptions::MultiSchedule::first || single_saturated);
         std::vector<EMatch> matches;
@@ -178,7 +214,7 @@ template <cost::CostBackend Backend>
         if (multi) ++stats.multi_rounds;
         const std::size_t nodes_before = eg.node_bound(), unions_before = eg.unions();
         for (const EMatch& m : matches) {
-            if (eg.node_bound() >= eq.node_limit || stop.check(0)) break;
+            if (eg.node_bound() >= stats.node_limit || stop.check(0)) break;
             const std::size_t n = eg.node_bound(), u = eg.unions();
             if (apply_ematch(eg, rules, m) && (eg.node_bound() != n || eg.unions() != u)) ++stats.applied[rules[m.rule].name];
         }

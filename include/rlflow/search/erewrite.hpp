@@ -25,9 +25,11 @@
 #include <rlflow/search/egraph_convert.hpp>
 #include <rlflow/search/ematch.hpp>
 
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_set>
 #include <vector>
 
 namespace rlflow::search {
@@ -98,17 +100,21 @@ inline ClassId class_of_tensor(EGraph& eg, Witness& w, TensorRef t, std::uint32_
     return w.class_of.at(t);
 }
 
-/// Whether a class in `targets` is reachable from `from` along e-node children.
+/// Whether a class in `targets` is reachable from `from` along e-node children. The
+/// search leaves out classes below the lowest target's level, which reach none of them
+/// (egraph.hpp), so it costs in proportion to the classes between, not to the e-graph.
 [[nodiscard]] inline bool reaches(const EGraph& eg, const std::vector<ClassId>& from, const std::set<ClassId>& targets) {
-    std::vector<char> seen(eg.class_bound(), 0);
+    if (targets.empty()) return false;
+    std::uint64_t floor = std::numeric_limits<std::uint64_t>::max();
+    for (const ClassId t : targets) floor = std::min(floor, eg.level(t));
+    std::unordered_set<ClassId> seen;
     std::vector<ClassId> stack;
     // Marks a class when it is first met, so that each is expanded once (pushing every
     // child of every member before checking made the stack grow with duplicates: most of
     // NasNet-A's exploring time went here).
     const auto meet = [&](ClassId c) {
         c = eg.find(c);
-        if (seen[c]) return false;
-        seen[c] = 1;
+        if (eg.level(c) < floor || !seen.insert(c).second) return false;
         stack.push_back(c);
         return targets.contains(c);
     };

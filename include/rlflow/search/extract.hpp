@@ -42,16 +42,6 @@ namespace detail {
     return any;
 }
 
-/// The distinct canonical child classes of `e`.
-[[nodiscard]] inline std::vector<ClassId> child_classes(const EGraph& eg, ENodeId e) {
-    std::vector<ClassId> kids;
-    for (const ClassId c : eg.node(e).children)
-        if (c != no_class) kids.push_back(eg.find(c));
-    std::sort(kids.begin(), kids.end());
-    kids.erase(std::unique(kids.begin(), kids.end()), kids.end());
-    return kids;
-}
-
 /// A stand-in for class `c` in the pricing graph: an input, or a known value (with its
 /// data when a Constant of the class has some, as the cost signature reads small ones).
 [[nodiscard]] inline TensorRef pricing_input(Graph& pricing, std::vector<char>& known, const EGraph& eg, ClassId c) {

@@ -99,8 +99,7 @@ public:
             if (cycle) *cycle = std::move(walk.cycle);
             return std::numeric_limits<double>::infinity();
         }
-        double total = 0;
-        for (const ClassId c : walk.order) total += m_cost[choice[c]];
+        const double total = walk_cost(walk, choice, m_cost);
         if (reached) {
             reached->assign(m_eg.class_bound(), 0);
             for (const ClassId c : walk.order) (*reached)[c] = 1;
