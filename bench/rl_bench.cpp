@@ -22,6 +22,13 @@
 //   inputs stored for PPO. Items are dream steps (rows x steps).
 // - world_model_update: one gradient step of V and M (8 windows of 8 steps of random-agent
 //   episodes on the graph), the target encoder's update included. Items are transitions.
+// - wm_encode: the world model's encoder V (its target copy, no gradient) on one
+//   observation: the graph network and the projection to z.
+// - scale_*: env_step, policy_act, wm_encode and ppo_update on the scale family,
+//   zoo:encoder_small at 19 to 1887 layers (1,008 to about 100,000 nodes; ppo_update to
+//   10,000), named scale_<benchmark>/encoder_small:<depth>. Issue 26's bound: a step and
+//   a forward pass at 50,000 nodes (depth 943) within 60x their cost at 1,000.
+//   tools/scaling.py reads them into docs/scaling.md.
 
 #include <rlflow/cost.hpp>
 #include <rlflow/models/zoo.hpp>
@@ -88,6 +95,20 @@ void policy_act(benchmark::State& state, const std::string& model) {
     for (auto _ : state) {
         const rl::Decision d = policy.act(one, rng);
         benchmark::DoNotOptimize(d.log_probs.data());
+    }
+    state.SetItemsProcessed(state.iterations());
+    state.counters["nodes"] = static_cast<double>(o.graph.num_nodes);
+}
+
+void wm_encode(benchmark::State& state, const std::string& model) {
+    cost::CostModel<cost::AnalyticBackend> costs(cost::AnalyticBackend::preset("cpu"));
+    rl::GraphEnv env(rules(), costs, {});
+    const rl::Observation o = env.reset(models::build_zoo_model(model));
+    rl::WorldModel<Float> world(env.num_xfers());
+    const rl::Observation* one[] = {&o};
+    for (auto _ : state) {
+        const nn::Tensor<Float> z = world.target_z(one);
+        benchmark::DoNotOptimize(z.data());
     }
     state.SetItemsProcessed(state.iterations());
     state.counters["nodes"] = static_cast<double>(o.graph.num_nodes);
@@ -208,11 +229,29 @@ BENCHMARK_CAPTURE(env_step, bert_no_gains, std::string("bert"), false)->Unit(ben
 BENCHMARK_CAPTURE(env_step, inception_v3_no_gains, std::string("inception_v3"), false)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(env_step, resnet50_no_gains, std::string("resnet50"), false)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(env_reset, bert, std::string("bert"))->Unit(benchmark::kMillisecond)->UseRealTime();
-// The scale family (issue 26's bound: a step and a forward pass at 50,000 nodes within 60x
-// their cost at 1,000): zoo:encoder_small at 19 and 943 layers, 1,008 and about 50,000 nodes.
-BENCHMARK_CAPTURE(env_step, encoder_small_1k, std::string("encoder_small:19"), true)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(env_step, encoder_small_50k, std::string("encoder_small:943"), true)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(policy_act, encoder_small_1k, std::string("encoder_small:19"))->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(policy_act, encoder_small_50k, std::string("encoder_small:943"))->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(wm_encode, bert, std::string("bert"))->Unit(benchmark::kMillisecond)->UseRealTime();
 
-BENCHMARK_MAIN();
+// The scale family (see the file comment), registered at run time, one per depth.
+int main(int argc, char** argv) {
+    constexpr int depths[] = {19, 57, 189, 566, 943, 1887};
+    constexpr int ppo_deepest = 189;
+    for (const int depth : depths) {
+        const std::string model = "encoder_small:" + std::to_string(depth);
+        benchmark::RegisterBenchmark(("scale_env_step/" + model).c_str(), env_step, model, true)->Unit(benchmark::kMicrosecond);
+        benchmark::RegisterBenchmark(("scale_policy_act/" + model).c_str(), policy_act, model)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+        benchmark::RegisterBenchmark(("scale_wm_encode/" + model).c_str(), wm_encode, model)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+        if (depth <= ppo_deepest)
+            benchmark::RegisterBenchmark(("scale_ppo_update/" + model).c_str(), ppo_update, model, 1u)
+                ->Unit(benchmark::kMillisecond)
+                ->UseRealTime();
+    }
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}

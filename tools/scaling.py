@@ -6,10 +6,13 @@ Runs the built `rlflow` on the scale family's small transformer encoder
 model written by `rlflow convert`, read back by `rlflow info`), then `rlflow optimize`
 with each search (analytic cost, no ORT guard, so that the search and the verification
 are what is timed). Each run is timed by /usr/bin/time (wall seconds, max RSS); a method
-that exceeds --timeout at one size is not run at larger ones. Writes a Markdown table, and
-a log-log figure when matplotlib is installed.
+that exceeds --timeout at one size is not run at larger ones. Then the learning agents'
+costs at the same depths, from the built RL benchmark (bench/rl_bench.cpp's scale_*
+benchmarks: an environment step, a policy forward pass, the world model's encoder, a PPO
+update). Writes Markdown
+tables, and a log-log figure when matplotlib is installed.
 
-    python3 tools/scaling.py --rlflow build/tools/rlflow --out docs/scaling.md
+    python3 tools/scaling.py --rlflow build/tools/rlflow --bench build/bench/rlflow_rl_bench --out docs/scaling.md
 """
 
 import argparse
@@ -66,6 +69,49 @@ def measure(rlflow, depth, methods, timeout, work, skipped):
     return row
 
 
+STEPS = [("env_step", "environment step", 1e-3), ("policy_act", "policy forward pass", 1e-3),
+         ("wm_encode", "world model's encoder", 1e-3), ("ppo_update", "PPO update (64 samples, 4 epochs)", 1.0)]
+
+
+def measure_steps(bench, depths, min_time):
+    """{depth: {benchmark: seconds per iteration}} from the RL benchmark's scale_* runs."""
+    out = {}
+    if not bench or not os.path.exists(bench):
+        return out
+    names = "|".join(name for name, _, _ in STEPS)
+    wanted = "|".join(str(d) for d in depths)
+    run = subprocess.run([bench, f"--benchmark_filter=^scale_({names})/encoder_small:({wanted})(/real_time)?$", "--benchmark_format=json",
+                          f"--benchmark_min_time={min_time}"], capture_output=True, text=True, check=True)
+    units = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+    for b in json.loads(run.stdout)["benchmarks"]:
+        kind, model = b["name"].split("/")[0][len("scale_"):], b["name"].split("/")[1]
+        depth = int(model.split(":")[1])
+        out.setdefault(depth, {})[kind] = b["real_time"] * units[b["time_unit"]]
+    return out
+
+
+def steps_table(rows, steps):
+    """The RL benchmark's table: per depth, each step's time and its ratio to the smallest graph's."""
+    if not steps:
+        return []
+    lines = ["", "The learning agents' costs at the same depths (`" + "`, `".join(f"scale_{n}" for n, _, _ in STEPS)
+             + "` in bench/rl_bench.cpp; float Eigen backend, one thread), each with its ratio to the first row:", "",
+             "| depth | nodes | " + " | ".join(label for _, label, _ in STEPS) + " |", "|---:|---:|" + "---:|" * len(STEPS)]
+    first = {}
+    for row in rows:
+        measured = steps.get(row["depth"], {})
+        cells = []
+        for name, _, unit in STEPS:
+            if name not in measured:
+                cells.append("not run")
+                continue
+            first.setdefault(name, measured[name])
+            value = measured[name] / unit
+            cells.append(f"{value:.3g} {'ms' if unit < 1 else 's'} ({measured[name] / first[name]:.1f}x)")
+        lines.append(f"| {row['depth']} | {row['nodes']:,} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def cell(value):
     seconds, mb, note = value
     if seconds is None:
@@ -73,7 +119,7 @@ def cell(value):
     return f"{seconds:.2f} s, {mb:.0f} MB" + (f" ({note})" if note else "")
 
 
-def write_table(rows, methods, out, figure):
+def write_table(rows, methods, out, figure, steps):
     columns = ["import"] + methods
     lines = ["# Scaling: seconds and peak memory against graph size", "",
              "Written by `python3 tools/scaling.py` (see its docstring): the built `rlflow` on",
@@ -84,6 +130,7 @@ def write_table(rows, methods, out, figure):
              "| depth | nodes | " + " | ".join(columns) + " |", "|---:|---:|" + "---|" * len(columns)]
     for row in rows:
         lines.append(f"| {row['depth']} | {row['nodes']:,} | " + " | ".join(cell(row[c]) for c in columns) + " |")
+    lines += steps_table(rows, steps)
     if figure:
         lines += ["", f"![seconds and peak memory against nodes]({os.path.basename(figure)})"]
     kept = ""  # what people wrote under "## Findings" stays
@@ -96,15 +143,15 @@ def write_table(rows, methods, out, figure):
         f.write("\n".join(lines) + "\n" + kept)
 
 
-def plot(rows, methods, figure):
+def plot(rows, methods, figure, steps):
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for index, (ax, label) in enumerate(zip(axes, ["seconds", "peak MB (max RSS)"])):
+    fig, axes = plt.subplots(1, 3 if steps else 2, figsize=(15 if steps else 10, 4))
+    for index, (ax, label) in enumerate(zip(axes, ["seconds (whole command)", "peak MB (max RSS)"])):
         for column in ["import"] + methods:
             points = [(r["nodes"], r[column][index]) for r in rows if r[column][index] is not None]
             if points:
@@ -115,6 +162,18 @@ def plot(rows, methods, figure):
         ax.set_ylabel(label)
         ax.grid(True, which="both", alpha=0.3)
     axes[0].legend()
+    if steps:
+        ax = axes[2]
+        for name, label, _ in STEPS:
+            points = [(r["nodes"], steps[r["depth"]][name]) for r in rows if name in steps.get(r["depth"], {})]
+            if points:
+                ax.plot(*zip(*points), marker="o", label=label)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("nodes")
+        ax.set_ylabel("seconds per step")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
     fig.tight_layout()
     fig.savefig(figure, dpi=120)
     return True
@@ -126,6 +185,9 @@ def main():
     parser.add_argument("--nodes", default="1000,3000,10000,30000,100000", help="target node counts, comma-separated")
     parser.add_argument("--methods", default="greedy,taso,eqsat")
     parser.add_argument("--timeout", type=float, default=600, help="seconds a run may take")
+    parser.add_argument("--bench", default="build/bench/rlflow_rl_bench",
+                        help="the built RL benchmark (its scale_* runs; skipped when the file is missing)")
+    parser.add_argument("--bench-min-time", type=float, default=1.0, help="Google Benchmark's minimum seconds per benchmark")
     parser.add_argument("--out", default="docs/scaling.md")
     args = parser.parse_args()
     methods = args.methods.split(",")
@@ -135,8 +197,9 @@ def main():
         for depth in depths:
             rows.append(measure(args.rlflow, depth, methods, args.timeout, work, skipped))
             print(rows[-1], flush=True)
+    steps = measure_steps(args.bench, depths, args.bench_min_time)
     figure = os.path.splitext(args.out)[0] + ".png"
-    write_table(rows, methods, args.out, figure if plot(rows, methods, figure) else None)
+    write_table(rows, methods, args.out, figure if plot(rows, methods, figure, steps) else None, steps)
 
 
 if __name__ == "__main__":

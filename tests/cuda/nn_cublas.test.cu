@@ -16,7 +16,9 @@
 #include <cmath>
 #include <cstdint>
 #include <deque>
+#include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 using namespace rlflow;
@@ -274,6 +276,21 @@ TEST_CASE("cublas layer_norm agrees with the CPU in value and in the gradients o
     if (!gpu_present()) return;
     check_backends_agree({{{2, 3, 8}}, {{8}, 0.5, 2}, {{8}}},
                          [](const auto& x, auto&) { return nn::layer_norm(x[0], x[1], x[2]); });
+}
+
+TEST_CASE("cublas sum_rows and bias_relu agree with the CPU, gathered terms with repeated rows included") {
+    if (!gpu_present()) return;
+    const std::vector<std::int32_t> rows{4, 0, 2, 2, 4, 1, 4};
+    // Inputs above 0, so that relu's kink lies away from every sum.
+    check_backends_agree({{{7, 3}, 0.1, 1}, {{5, 3}, 0.1, 1}, {{5, 3}, 0.1, 1}, {{3}, 0.1, 1}}, [&](const auto& x, auto& keep) {
+        using V = std::decay_t<decltype(x[0])>;
+        using I = std::decay_t<decltype(keep.back())>;
+        keep.emplace_back(rows, 5);
+        const V terms[] = {x[0], x[1], x[2]};
+        const I* by[] = {nullptr, &keep.back(), &keep.back()};
+        return nn::sum_rows(std::span<const V>(terms), std::span<const I* const>(by), x[3], true);
+    });
+    check_backends_agree({{{4, 6}}, {{6}, -0.5, 0.5}}, [](const auto& x, auto&) { return nn::bias_relu(x[0], x[1]); });
 }
 
 TEST_CASE("an Mlp on cublas computes the CPU's output and parameter gradients") {

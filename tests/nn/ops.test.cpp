@@ -151,6 +151,62 @@ TEST_CASE("nn ops: gather, segment sum and segment mean, with repeated rows and 
     CHECK(segments.inverse_counts().to_host() == std::vector<double>{0, 0.5, 0, 1});
 }
 
+TEST_CASE("nn ops: sum_rows adds whole and gathered terms and a bias as one tensor, with exact gradients") {
+    nn::Tape<Double> tape;
+    const V a = tape.constant(T::from_host(Shape{2, 2}, {1, 2, 3, 4}));
+    const V b = tape.constant(T::from_host(Shape{3, 2}, {10, 20, 30, 40, 50, 60}));
+    const V bias = tape.constant(T::from_host(Shape{2}, {100, 200}));
+    const nn::Indices<Double> rows({2, 0}, 3);
+    // a + b[rows] + bias, whichever term comes first.
+    const V whole_first[] = {a, b};
+    const nn::Indices<Double>* gathers[] = {nullptr, &rows};
+    CHECK(values(nn::sum_rows<Double>(whole_first, gathers, bias)) == std::vector<double>{151, 262, 113, 224});
+    const V gathered_first[] = {b, a};
+    const nn::Indices<Double>* swapped[] = {&rows, nullptr};
+    CHECK(values(nn::sum_rows<Double>(gathered_first, swapped, bias)) == std::vector<double>{151, 262, 113, 224});
+    // Gradients, with repeated rows (scattered back with sums).
+    const nn::Indices<Double> edges({0, 2, 2, 1, 0}, 3);
+    check(
+        [&](auto&, const auto& p) {
+            const V terms[] = {p[0], p[1], p[2]};
+            const nn::Indices<Double>* by[] = {nullptr, &edges, &edges};
+            return nn::sum_rows<Double>(terms, by, p[3]);
+        },
+        {{5, 4}, {3, 4}, {3, 4}, {4}}, {5, 4});
+    // With relu: the same sums, negatives zeroed, and gradients only where positive
+    // (values kept away from 0, where relu has no derivative).
+    const V shift = tape.constant(T::from_host(Shape{2}, {-40, -70}));  // sums without a bias: 51, 62; 13, 24
+    CHECK(values(nn::sum_rows<Double>(whole_first, gathers, shift, true)) == std::vector<double>{11, 0, 0, 0});
+    check(
+        [&](auto&, const auto& p) {
+            const V terms[] = {p[0], p[1]};
+            const nn::Indices<Double>* by[] = {nullptr, &edges};
+            return nn::sum_rows<Double>(terms, by, p[2], true);
+        },
+        {{5, 4}, {3, 4}, {4}}, {5, 4}, 0.1, 1);
+    check(
+        [&](auto&, const auto& p) {
+            const V terms[] = {p[0], p[1]};
+            const nn::Indices<Double>* by[] = {nullptr, &edges};
+            return nn::sum_rows<Double>(terms, by, p[2], true);
+        },
+        {{5, 4}, {3, 4}, {4}}, {5, 4}, -1, -0.1);
+    const V mismatched[] = {a, tape.constant(T(Shape{3, 2}))};
+    const nn::Indices<Double>* none[] = {nullptr, nullptr};
+    CHECK_THROWS_AS((void)nn::sum_rows<Double>(mismatched, none, bias), shape_error);
+}
+
+TEST_CASE("nn ops: bias_relu is relu(x + bias) in one op, with the gradients of both") {
+    nn::Tape<Double> tape;
+    const V x = tape.constant(T::from_host(Shape{2, 2}, {1, -2, -3, 4}));
+    const V bias = tape.constant(T::from_host(Shape{2}, {0.5, 1}));
+    CHECK(values(nn::bias_relu(x, bias)) == values(nn::relu(nn::add(x, bias))));
+    CHECK(values(nn::bias_relu(x, bias)) == std::vector<double>{1.5, 0, 0, 5});
+    check([](auto&, const auto& p) { return nn::bias_relu(p[0], p[1]); }, {{3, 4}, {4}}, {3, 4}, 0.1, 1);
+    check([](auto&, const auto& p) { return nn::bias_relu(p[0], p[1]); }, {{2, 3, 4}, {4}}, {2, 3, 4}, -1, -0.6);
+    CHECK_THROWS_AS((void)nn::bias_relu(x, tape.constant(T(Shape{3}))), shape_error);
+}
+
 TEST_CASE("nn ops: layer norm normalises the last axis and has exact gradients") {
     nn::Tape<Double> tape;
     const V x = tape.constant(T::from_host(Shape{2, 4}, {1, 2, 3, 4, -1, 0, 0, 1}));
@@ -165,6 +221,50 @@ TEST_CASE("nn ops: layer norm normalises the last axis and has exact gradients")
         CHECK(v == doctest::Approx(1));
     }
     check([](auto&, const auto& p) { return nn::layer_norm(p[0], p[1], p[2]); }, {{3, 5}, {5}, {5}}, {3, 5});
+}
+
+TEST_CASE("nn ops: the one-pass layer norm agrees with the formula op by op, in value and gradients (float)") {
+    // Two code paths sum in different orders, so they are compared within float rounding.
+    using Float = nn::backend::Eigen;
+    Rng rng(3);
+    const auto random_tensor = [&](const Shape& shape, double lo, double hi) {
+        std::vector<float> v(static_cast<std::size_t>(shape.numel()));
+        for (float& x : v) x = static_cast<float>(lo + (hi - lo) * rng.uniform());
+        return nn::Tensor<Float>::from_host(shape, v);
+    };
+    constexpr std::int64_t rows = 300, cols = 257;  // rows longer than a vector register, odd
+    const nn::Tensor<Float> x0 = random_tensor({rows, cols}, -3, 5), g0 = random_tensor({rows, cols}, -1, 1);
+    const nn::Tensor<Float> gamma0 = random_tensor({cols}, 0.5, 1.5), beta0 = random_tensor({cols}, -1, 1);
+    const auto run = [&](bool fused) {
+        nn::Parameter<Float> x("x", x0), gamma("gamma", gamma0), beta("beta", beta0);
+        nn::Tape<Float> tape;
+        const nn::Var<Float> xv = tape.parameter(x), gv = tape.parameter(gamma), bv = tape.parameter(beta);
+        nn::Var<Float> y;
+        if (fused) {
+            y = nn::layer_norm(xv, gv, bv);
+        } else {
+            const nn::Var<Float> centred = nn::sub(xv, nn::mean(xv, -1));
+            const nn::Var<Float> variance = nn::mean(nn::square(centred), -1);
+            const nn::Var<Float> eps = tape.constant(nn::Tensor<Float>::scalar(1e-5f));
+            y = nn::add(nn::mul(nn::mul(centred, nn::rsqrt(nn::add(variance, eps))), gv), bv);
+        }
+        const std::vector<float> value = y.value().to_host();
+        tape.backward(nn::sum(nn::mul(y, tape.constant(g0))));
+        return std::vector<std::vector<float>>{value, x.grad.to_host(), gamma.grad.to_host(), beta.grad.to_host()};
+    };
+    const auto fused = run(true), composed = run(false);
+    const char* what[] = {"value", "dx", "dgamma", "dbeta"};
+    for (std::size_t k = 0; k < fused.size(); ++k) {
+        CAPTURE(what[k]);
+        REQUIRE(fused[k].size() == composed[k].size());
+        float scale = 0, worst = 0;
+        for (std::size_t i = 0; i < fused[k].size(); ++i) {
+            scale = std::max(scale, std::abs(composed[k][i]));
+            worst = std::max(worst, std::abs(fused[k][i] - composed[k][i]));
+        }
+        CHECK(scale > 0);
+        CHECK(worst <= 1e-4f * scale);  // float: sums over 257 columns or 300 rows
+    }
 }
 
 namespace {

@@ -19,6 +19,10 @@ namespace rlflow::nn::fn {
 struct Add {
     template <class T> RLFLOW_HOST_DEVICE static T apply(T a, T b) { return a + b; }
 };
+/// relu(a + b): a layer's bias and activation in one pass.
+struct AddRelu {
+    template <class T> RLFLOW_HOST_DEVICE static T apply(T a, T b) { return a + b > T(0) ? a + b : T(0); }
+};
 struct Sub {
     template <class T> RLFLOW_HOST_DEVICE static T apply(T a, T b) { return a - b; }
 };

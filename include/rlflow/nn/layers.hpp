@@ -82,16 +82,24 @@ public:
                        "linear '" + m_name + "' takes " + std::to_string(in_features()) + " features, got " + x.shape().to_string());
         return add(matmul(x, tape.parameter(m_weight)), tape.parameter(m_bias));
     }
+    /// relu of the layer, the bias and the relu in one op (bias_relu).
+    [[nodiscard]] Var<B> relu(Tape<B>& tape, Var<B> x) {
+        RLFLOW_EXPECTS(x.dim(-1) == in_features(), shape_error,
+                       "linear '" + m_name + "' takes " + std::to_string(in_features()) + " features, got " + x.shape().to_string());
+        return bias_relu(matmul(x, tape.parameter(m_weight)), tape.parameter(m_bias));
+    }
     /// The layer on the concatenation of `blocks` along their last axis, without building
     /// it: Σ_i block_i W_i + b, with W_i the weight rows of block i. A gathered block is
     /// multiplied first and gathered after (gather(v, rows) W_i = gather(v W_i, rows)), so
     /// it costs v's rows, not the gathered ones: one row for a graph's globals that every
     /// edge reads. Blocks are matrices; after gathering they must have equal row counts.
-    [[nodiscard]] Var<B> operator()(Tape<B>& tape, std::span<const InputBlock<B>> blocks) {
+    /// With `relu`, relu of it, applied in place (sum_rows).
+    [[nodiscard]] Var<B> operator()(Tape<B>& tape, std::span<const InputBlock<B>> blocks, bool relu = false) {
         RLFLOW_EXPECTS(!blocks.empty(), precondition_error, "linear '" + m_name + "' on no input blocks");
         const Var<B> weight = tape.parameter(m_weight);
         std::int64_t offset = 0;
-        std::optional<Var<B>> sum;
+        std::vector<Var<B>> terms;
+        std::vector<const Indices<B>*> gathers;
         std::optional<std::int64_t> rows;
         for (const InputBlock<B>& block : blocks) {
             const Shape& shape = block.value.shape();
@@ -104,15 +112,14 @@ public:
                            "linear '" + m_name + "': input blocks of " + std::to_string(*rows) + " and " + std::to_string(block_rows)
                                + " rows");
             rows = block_rows;
-            Var<B> term = matmul(block.value, slice(weight, 0, offset, offset + width));
-            if (block.rows != nullptr) term = gather(term, *block.rows);
-            sum = sum ? add(*sum, term) : term;
+            terms.push_back(matmul(block.value, slice(weight, 0, offset, offset + width)));
+            gathers.push_back(block.rows);
             offset += width;
         }
         RLFLOW_EXPECTS(offset == in_features(), shape_error,
                        "linear '" + m_name + "' takes " + std::to_string(in_features()) + " features, its input blocks have "
                            + std::to_string(offset));
-        return add(*sum, tape.parameter(m_bias));
+        return sum_rows<B>(terms, gathers, tape.parameter(m_bias), relu);
     }
     [[nodiscard]] std::int64_t in_features() const { return m_weight.value.dim(0); }
     [[nodiscard]] std::int64_t out_features() const { return m_weight.value.dim(1); }
@@ -179,11 +186,13 @@ public:
         if (m_options.layer_norm_output) m_norm = LayerNorm<B>(name + ".norm", m_options.sizes.back());
     }
 
-    [[nodiscard]] Var<B> operator()(Tape<B>& tape, Var<B> x) { return after_first(tape, m_layers.front()(tape, x)); }
+    [[nodiscard]] Var<B> operator()(Tape<B>& tape, Var<B> x) {
+        return after_first(tape, fused_relu(0) ? m_layers.front().relu(tape, x) : m_layers.front()(tape, x));
+    }
     /// The MLP on the concatenation of `blocks`, which its first layer never builds
     /// (`Linear::operator()` on blocks).
     [[nodiscard]] Var<B> operator()(Tape<B>& tape, std::span<const InputBlock<B>> blocks) {
-        return after_first(tape, m_layers.front()(tape, blocks));
+        return after_first(tape, m_layers.front()(tape, blocks, fused_relu(0)));
     }
     [[nodiscard]] std::vector<Parameter<B>*> parameters() {
         std::vector<Parameter<B>*> out;
@@ -200,11 +209,16 @@ public:
     [[nodiscard]] const MlpOptions& options() const noexcept { return m_options; }
 
 private:
-    /// Everything after the first layer's affine map y.
+    /// Whether layer i is activated by relu, which its own op then applies (bias and relu
+    /// in one pass, rather than two tensors more each).
+    [[nodiscard]] bool fused_relu(std::size_t i) const {
+        return m_options.activation == Activation::relu && (i + 1 < m_layers.size() || m_options.activate_output);
+    }
+    /// Everything after the first layer (y: its output, activated when fused_relu(0)).
     [[nodiscard]] Var<B> after_first(Tape<B>& tape, Var<B> y) {
         for (std::size_t i = 0; i < m_layers.size(); ++i) {
-            if (i > 0) y = m_layers[i](tape, y);
-            if (i + 1 < m_layers.size() || m_options.activate_output) y = activate(y, m_options.activation);
+            if (i > 0) y = fused_relu(i) ? m_layers[i].relu(tape, y) : m_layers[i](tape, y);
+            if (!fused_relu(i) && (i + 1 < m_layers.size() || m_options.activate_output)) y = activate(y, m_options.activation);
         }
         return m_options.layer_norm_output ? m_norm(tape, y) : y;
     }

@@ -5,9 +5,10 @@
 /// broadcasting, scaling, tanh, relu, sigmoid, exp, log, softplus, square, sqrt, rsqrt,
 /// stable log-softmax and softmax over the last axis, sum and mean (all, or along an
 /// axis), concat and slice along any axis, reshape, row gather, and segment sum and mean
-/// (graph aggregation), and LayerNorm. Each op checks shapes up front (shape_error naming
-/// the op and both shapes), computes its value, and records a struct whose `backward`
-/// adds its inputs' gradients.
+/// (graph aggregation), LayerNorm in one pass, and two fused ops for large graphs: a sum of
+/// whole and gathered terms plus a bias (sum_rows), and relu(x + bias) (bias_relu). Each
+/// op checks shapes up front (shape_error naming the op and both shapes), computes its
+/// value, and records a struct whose `backward` adds its inputs' gradients.
 
 #include <rlflow/core/error.hpp>
 #include <rlflow/nn/functions.hpp>
@@ -312,6 +313,61 @@ struct SegmentSumOp {
     }
 };
 
+/// out = relu(x + bias) (`bias_relu`): dx = g where out > 0, and dbias its column sums.
+template <TensorBackend B>
+struct BiasReluOp {
+    Var<B> x, bias;
+    void backward(Tape<B>& tape, const Tensor<B>& g, const Tensor<B>& out) const {
+        const Tensor<B> masked = zip<B, fn::ReluBackward>(g, out, "backward");
+        if (bias.requires_grad()) tape.accumulate(bias, unbroadcast(masked, bias.shape()));
+        if (x.requires_grad()) tape.accumulate(x, masked);
+    }
+};
+
+/// out = Σ_i terms[i] (rows[i] of it where given) + bias, then relu where asked
+/// (`sum_rows`); each term's gradient is g (where out > 0 with relu), scattered back to
+/// its rows where it was gathered.
+template <TensorBackend B>
+struct SumRowsOp {
+    std::vector<Var<B>> terms;
+    std::vector<const Indices<B>*> rows;
+    Var<B> bias;
+    bool relu = false;
+    void backward(Tape<B>& tape, const Tensor<B>& grad_output, const Tensor<B>& out) const {
+        const Tensor<B> g = relu ? zip<B, fn::ReluBackward>(grad_output, out, "backward") : grad_output;
+        for (std::size_t i = 0; i < terms.size(); ++i) {
+            if (!terms[i].requires_grad()) continue;
+            if (rows[i] == nullptr) {
+                tape.accumulate(terms[i], Tensor<B>(g));
+                continue;
+            }
+            Tensor<B> gt(terms[i].shape());
+            B::scatter_add_rows(gt.data(), g.data(), rows[i]->data(), rows[i]->size(), g.dim(1));
+            tape.accumulate(terms[i], std::move(gt));
+        }
+        if (bias.requires_grad()) tape.accumulate(bias, unbroadcast(g, bias.shape()));
+    }
+};
+
+/// Layer normalisation over the last axis (`layer_norm`), with what its backward pass
+/// reads: the normalised input and 1 / sqrt(var + eps) per row.
+template <TensorBackend B>
+struct LayerNormOp {
+    Var<B> x, gamma, beta;
+    Tensor<B> normalized;
+    Tensor<B> inv_std;
+    void backward(Tape<B>& tape, const Tensor<B>& g, const Tensor<B>&) const {
+        const std::int64_t cols = x.dim(-1), rows = g.numel() / cols;
+        if (x.requires_grad()) {
+            auto dx = Tensor<B>::uninitialized(x.shape());
+            B::layer_norm_backward(dx.data(), g.data(), normalized.data(), inv_std.data(), gamma.value().data(), rows, cols);
+            tape.accumulate(x, std::move(dx));
+        }
+        if (gamma.requires_grad()) tape.accumulate(gamma, unbroadcast(zip<B, fn::Mul>(g, normalized, "backward"), gamma.shape()));
+        if (beta.requires_grad()) tape.accumulate(beta, unbroadcast(g, beta.shape()));
+    }
+};
+
 template <TensorBackend B, class Op>
 Var<B> record(Tensor<B> value, Op op, std::initializer_list<Var<B>> inputs) {
     Tape<B>& tape = inputs.begin()->tape();
@@ -516,6 +572,67 @@ template <TensorBackend B>
     B::scatter_add_rows(out.data(), x.value().data(), segment.data(), segment.size(), x.shape()[1]);
     return detail::record<B>(std::move(out), detail::SegmentSumOp<B>{x, &segment}, {x});
 }
+/// relu(x + bias), bias along the last axis, as one op: one tensor written where the
+/// add and the relu wrote two (a hidden layer's end, layers.hpp).
+template <TensorBackend B>
+[[nodiscard]] Var<B> bias_relu(Var<B> x, Var<B> bias) {
+    RLFLOW_EXPECTS(bias.shape() == Shape{x.dim(-1)}, shape_error,
+                   "bias_relu: bias " + bias.shape().to_string() + " for " + x.shape().to_string());
+    return detail::record<B>(detail::zip<B, fn::AddRelu>(x.value(), bias.value(), "bias_relu"), detail::BiasReluOp<B>{x, bias},
+                             {x, bias});
+}
+
+/// Σ_i terms[i] + bias, where a term with `rows[i]` set is read at those rows (gather),
+/// as one tensor of (rows, features), with relu applied in place when `relu` is set:
+/// one write, each term read once. The sum that a Linear over input blocks ends with
+/// (layers.hpp); built from gathers and adds, it made a tensor per gathered block and per
+/// partial sum, and on large graphs those trips through memory were most of an edge
+/// update. Terms are matrices of one width; after gathering they must have equal row
+/// counts; bias has the width.
+template <TensorBackend B>
+[[nodiscard]] Var<B> sum_rows(std::span<const Var<B>> terms, std::span<const Indices<B>* const> rows, Var<B> bias,
+                              bool relu = false) {
+    RLFLOW_EXPECTS(!terms.empty() && terms.size() == rows.size(), precondition_error,
+                   "sum_rows: " + std::to_string(terms.size()) + " terms with " + std::to_string(rows.size()) + " row indices");
+    const std::int64_t width = terms.front().shape().rank() == 2 ? terms.front().shape()[1] : -1;
+    const auto count = [&](std::size_t i) { return rows[i] != nullptr ? rows[i]->size() : terms[i].shape()[0]; };
+    for (std::size_t i = 0; i < terms.size(); ++i) {
+        const Shape& s = terms[i].shape();
+        RLFLOW_EXPECTS(s.rank() == 2 && s[1] == width && (rows[i] == nullptr || rows[i]->bound() <= s[0]) && count(i) == count(0),
+                       shape_error, "sum_rows: term " + std::to_string(i) + " " + s.to_string() + " does not fit term 0 "
+                                        + terms.front().shape().to_string());
+    }
+    RLFLOW_EXPECTS(bias.shape() == Shape{width}, shape_error, "sum_rows: bias " + bias.shape().to_string() + " for width " + std::to_string(width));
+    const Shape shape{count(0), width};
+    auto out = Tensor<B>::uninitialized(shape);
+    // The bias goes in with the first term when that one is read whole (one pass less).
+    const auto add_bias = [&](const typename B::Scalar* from) {
+        B::template zip<fn::Add>(detail::elementwise_plan(shape, shape, bias.shape()), out.data(), from, bias.value().data());
+    };
+    if (rows[0] == nullptr) {
+        add_bias(terms[0].value().data());
+    } else {
+        B::gather_rows(out.data(), terms[0].value().data(), rows[0]->data(), shape[0], width);
+        add_bias(out.data());
+    }
+    for (std::size_t i = 1; i < terms.size(); ++i) {
+        const Tensor<B>& t = terms[i].value();
+        if (rows[i] == nullptr) B::template zip<fn::Add>(detail::elementwise_plan(shape, shape, shape), out.data(), out.data(), t.data());
+        else B::gather_add_rows(out.data(), t.data(), rows[i]->data(), shape[0], width);
+    }
+    if (relu) B::template map<fn::Relu>(detail::elementwise_plan(shape, shape, shape), out.data(), out.data());
+    Tape<B>& tape = bias.tape();
+    bool grad = bias.requires_grad();
+    for (const Var<B>& t : terms) {
+        RLFLOW_EXPECTS(&t.tape() == &tape, precondition_error, "an op mixes values of two tapes");
+        grad = grad || t.requires_grad();
+    }
+    return tape.record(std::move(out),
+                       detail::SumRowsOp<B>{std::vector<Var<B>>(terms.begin(), terms.end()),
+                                            std::vector<const Indices<B>*>(rows.begin(), rows.end()), bias, relu},
+                       grad);
+}
+
 /// Row means by segment (empty segments are 0).
 template <TensorBackend B>
 [[nodiscard]] Var<B> segment_mean(Var<B> x, const Indices<B>& segment) {
@@ -523,16 +640,26 @@ template <TensorBackend B>
 }
 
 /// Layer normalisation over the last axis: (x - mean) / sqrt(var + eps) * gamma + beta,
-/// gamma and beta of the last axis's size.
+/// gamma and beta of the last axis's size. One backend pass over the rows forward and
+/// one backward (B::layer_norm): written as nine element-wise ops, it was about a third
+/// of a graph network's pass on large graphs, each op a trip through memory.
 template <TensorBackend B>
 [[nodiscard]] Var<B> layer_norm(Var<B> x, Var<B> gamma, Var<B> beta, typename B::Scalar eps = typename B::Scalar(1e-5)) {
     RLFLOW_EXPECTS(gamma.shape() == Shape{x.dim(-1)} && beta.shape() == Shape{x.dim(-1)}, shape_error,
                    "layer_norm of " + x.shape().to_string() + " with gamma " + gamma.shape().to_string() + " and beta "
                        + beta.shape().to_string());
-    const Var<B> centred = sub(x, mean(x, -1));
-    const Var<B> variance = mean(square(centred), -1);
-    const Var<B> eps_var = x.tape().constant(Tensor<B>::scalar(eps));
-    return add(mul(mul(centred, rsqrt(add(variance, eps_var))), gamma), beta);
+    const std::int64_t cols = x.dim(-1), rows = x.value().numel() / std::max<std::int64_t>(cols, 1);
+    auto out = Tensor<B>::uninitialized(x.shape());
+    // The backward pass reads the normalised input and the per-row scale: kept only when
+    // a gradient will flow (inference writes the output alone).
+    const Var<B> inputs[] = {x, gamma, beta};
+    const bool grad = detail::any_requires_grad<B>(inputs);
+    Tensor<B> normalized = grad ? Tensor<B>::uninitialized(x.shape()) : Tensor<B>();
+    Tensor<B> inv_std = grad ? Tensor<B>::uninitialized(Shape{rows, 1}) : Tensor<B>();
+    B::layer_norm(out.data(), grad ? normalized.data() : nullptr, grad ? inv_std.data() : nullptr, x.value().data(),
+                  gamma.value().data(), beta.value().data(), rows, cols, eps);
+    return detail::record<B>(std::move(out), detail::LayerNormOp<B>{x, gamma, beta, std::move(normalized), std::move(inv_std)},
+                             {x, gamma, beta});
 }
 
 }  // namespace rlflow::nn

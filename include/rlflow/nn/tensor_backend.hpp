@@ -68,11 +68,18 @@ concept TensorBackend =
         // the maximum is not defined; callers that must see NaN check for it themselves).
         B::row_max(out, in, m, m);
         B::row_sum(out, in, m, m);
-        // Rows: out[r] = in[index[r]]; out[index[r]] += in[r].
+        // Rows: out[r] = in[index[r]]; out[index[r]] += in[r]; out[r] += in[index[r]].
         B::gather_rows(out, in, index, m, m);
         B::scatter_add_rows(out, in, index, m, m);
+        B::gather_add_rows(out, in, index, m, m);
         // A block of rows x cols between matrices of different row lengths (ld).
         B::copy_block(out, m, in, m, m, m);
+        // Layer normalisation of each row of a (rows, cols) matrix, in one pass over it:
+        // out = (x - mean) / sqrt(var + eps) * gamma + beta, also writing the normalised
+        // rows and 1 / sqrt(var + eps) per row where those pointers are not null; and its
+        // input gradient, dx = inv_std (g gamma - mean(g gamma) - xhat mean(g gamma xhat)).
+        B::layer_norm(out, out, out, in, in, in, m, m, value);
+        B::layer_norm_backward(out, in, in, in, in, m, m);
     };
 
 template <class B>

@@ -212,7 +212,7 @@ private:
     };
 
     [[nodiscard]] Heads encode(nn::Tape<B>& tape, std::span<const Observation* const> observations, PolicyPass<B>& pass) {
-        std::vector<nn::HostGraph> graphs;
+        std::vector<const nn::HostGraph*> graphs;
         std::vector<std::uint8_t> mask;
         graphs.reserve(observations.size());
         for (const Observation* o : observations) {
@@ -220,10 +220,10 @@ private:
                            "ActorCritic: an observation of " + std::to_string(o->num_xfers) + " xfers and "
                                + std::to_string(o->max_locations) + " locations, the policy has " + std::to_string(m_num_xfers)
                                + " and " + std::to_string(m_max_locations));
-            graphs.push_back(o->graph);
+            graphs.push_back(&o->graph);
             mask.insert(mask.end(), o->xfer_mask.begin(), o->xfer_mask.end());
         }
-        pass.batch = std::make_unique<nn::GraphBatch<B>>(std::span<const nn::HostGraph>(graphs));
+        pass.batch = std::make_unique<nn::GraphBatch<B>>(std::span<const nn::HostGraph* const>(graphs));
         const nn::GraphVars<B> latents = m_encoder(tape, *pass.batch);
         const nn::Var<B> logits = add(m_xfer_head(tape, latents.globals), gain_logits(tape, observations));
         const nn::Var<B> value = reshape(m_value_head(tape, latents.globals), Shape{static_cast<std::int64_t>(observations.size())});

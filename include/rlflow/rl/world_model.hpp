@@ -307,11 +307,11 @@ private:
     [[nodiscard]] static Encoding encode_with(nn::Tape<B>& tape, std::span<const Observation* const> observations,
                                               nn::GraphNetwork<B>& encoder, nn::Linear<B>& to_z) {
         RLFLOW_EXPECTS(!observations.empty(), precondition_error, "WorldModel: encode no observations");
-        std::vector<nn::HostGraph> graphs;
+        std::vector<const nn::HostGraph*> graphs;
         graphs.reserve(observations.size());
-        for (const Observation* o : observations) graphs.push_back(o->graph);
+        for (const Observation* o : observations) graphs.push_back(&o->graph);
         Encoding e;
-        e.batch = std::make_unique<nn::GraphBatch<B>>(std::span<const nn::HostGraph>(graphs));
+        e.batch = std::make_unique<nn::GraphBatch<B>>(std::span<const nn::HostGraph* const>(graphs));
         e.latents = encoder(tape, *e.batch);
         e.z = tanh(to_z(tape, e.latents.globals));
         return e;

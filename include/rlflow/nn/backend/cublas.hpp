@@ -238,6 +238,12 @@ struct Cublas {
         nn::detail::gather_rows_kernel<float><<<blocks(n), threads>>>(out, in, index, rows, cols);
         RLFLOW_CUDA_CHECK(cudaGetLastError());
     }
+    static void gather_add_rows(float* out, const float* in, const std::int32_t* index, std::int64_t rows, std::int64_t cols) {
+        const std::int64_t n = rows * cols;
+        if (n <= 0) return;
+        nn::detail::gather_add_rows_kernel<float><<<blocks(n), threads>>>(out, in, index, rows, cols);
+        RLFLOW_CUDA_CHECK(cudaGetLastError());
+    }
     static void scatter_add_rows(float* out, const float* in, const std::int32_t* index, std::int64_t rows, std::int64_t cols) {
         const std::int64_t n = rows * cols;
         if (n <= 0) return;
@@ -252,6 +258,20 @@ struct Cublas {
         RLFLOW_CUDA_CHECK(cudaMemcpy2D(out, static_cast<std::size_t>(ld_out) * scalar, in, static_cast<std::size_t>(ld_in) * scalar,
                                        static_cast<std::size_t>(cols) * scalar, static_cast<std::size_t>(rows),
                                        cudaMemcpyDeviceToDevice));
+    }
+
+    /// Layer normalisation per row and its input gradient: one block per row.
+    static void layer_norm(float* out, float* normalized, float* inv_std, const float* x, const float* gamma, const float* beta,
+                           std::int64_t rows, std::int64_t cols, float eps) {
+        if (rows <= 0 || cols <= 0) return;
+        nn::detail::layer_norm_kernel<float><<<row_blocks(rows), threads>>>(out, normalized, inv_std, x, gamma, beta, rows, cols, eps);
+        RLFLOW_CUDA_CHECK(cudaGetLastError());
+    }
+    static void layer_norm_backward(float* dx, const float* g, const float* normalized, const float* inv_std, const float* gamma,
+                                    std::int64_t rows, std::int64_t cols) {
+        if (rows <= 0 || cols <= 0) return;
+        nn::detail::layer_norm_backward_kernel<float><<<row_blocks(rows), threads>>>(dx, g, normalized, inv_std, gamma, rows, cols);
+        RLFLOW_CUDA_CHECK(cudaGetLastError());
     }
 
 private:

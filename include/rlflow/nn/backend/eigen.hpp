@@ -11,6 +11,7 @@
 #include <Eigen/Core>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <span>
@@ -66,6 +67,15 @@ struct EigenBackend {
     /// out[i] = Fn(a[strided i]).
     template <class Fn>
     static void map(const Strided3& p, T* out, const T* a) {
+        if (in_order(p, p.a)) {  // one flat loop: a (rows, 64) tensor's rows are short
+            const std::int64_t n = p.size();
+            if (out == a) {
+                for (std::int64_t k = 0; k < n; ++k) out[k] = Fn::apply(out[k]);  // in place: nothing to alias
+            } else {
+                for (std::int64_t k = 0; k < n; ++k) out[k] = Fn::apply(a[k]);
+            }
+            return;
+        }
         for (std::int64_t i = 0; i < p.dims[0]; ++i)
             for (std::int64_t j = 0; j < p.dims[1]; ++j) {
                 const T* ra = a + i * p.a[0] + j * p.a[1];
@@ -81,13 +91,26 @@ struct EigenBackend {
     /// out[i] = Fn(a[strided i], b[strided i]).
     template <class Fn>
     static void zip(const Strided3& p, T* out, const T* a, const T* b) {
+        if (in_order(p, p.a) && in_order(p, p.b)) {
+            const std::int64_t n = p.size();
+            if (out == a) {
+                for (std::int64_t k = 0; k < n; ++k) out[k] = Fn::apply(out[k], b[k]);
+            } else {
+                for (std::int64_t k = 0; k < n; ++k) out[k] = Fn::apply(a[k], b[k]);
+            }
+            return;
+        }
         for (std::int64_t i = 0; i < p.dims[0]; ++i)
             for (std::int64_t j = 0; j < p.dims[1]; ++j) {
                 const T* ra = a + i * p.a[0] + j * p.a[1];
                 const T* rb = b + i * p.b[0] + j * p.b[1];
                 T* o = out + (i * p.dims[1] + j) * p.dims[2];
                 if (p.a[2] == 1 && p.b[2] == 1) {
-                    for (std::int64_t k = 0; k < p.dims[2]; ++k) o[k] = Fn::apply(ra[k], rb[k]);
+                    if (o == ra) {  // in place, as Tape::accumulate and sum_rows add
+                        for (std::int64_t k = 0; k < p.dims[2]; ++k) o[k] = Fn::apply(o[k], rb[k]);
+                    } else {
+                        for (std::int64_t k = 0; k < p.dims[2]; ++k) o[k] = Fn::apply(ra[k], rb[k]);
+                    }
                 } else {
                     for (std::int64_t k = 0; k < p.dims[2]; ++k) o[k] = Fn::apply(ra[k * p.a[2]], rb[k * p.b[2]]);
                 }
@@ -110,6 +133,17 @@ struct EigenBackend {
             }
     }
 
+    /// Whether an operand with `strides` is read in output order, element after element
+    /// (so map and zip may run one flat loop; axes of size 1 have any stride).
+    [[nodiscard]] static bool in_order(const Strided3& p, const std::array<std::int64_t, 3>& strides) noexcept {
+        std::int64_t step = 1;
+        for (int d = 2; d >= 0; --d) {
+            if (p.dims[static_cast<std::size_t>(d)] > 1 && strides[static_cast<std::size_t>(d)] != step) return false;
+            step *= p.dims[static_cast<std::size_t>(d)];
+        }
+        return true;
+    }
+
     static void row_max(T* out, const T* in, std::int64_t rows, std::int64_t cols) {
         for (std::int64_t r = 0; r < rows; ++r) {
             T best = -std::numeric_limits<T>::infinity();
@@ -128,6 +162,13 @@ struct EigenBackend {
     static void gather_rows(T* out, const T* in, const std::int32_t* index, std::int64_t rows, std::int64_t cols) {
         for (std::int64_t r = 0; r < rows; ++r) std::copy_n(in + index[r] * cols, cols, out + r * cols);
     }
+    static void gather_add_rows(T* out, const T* in, const std::int32_t* index, std::int64_t rows, std::int64_t cols) {
+        for (std::int64_t r = 0; r < rows; ++r) {
+            T* o = out + r * cols;
+            const T* i = in + static_cast<std::int64_t>(index[r]) * cols;
+            for (std::int64_t c = 0; c < cols; ++c) o[c] += i[c];
+        }
+    }
     static void scatter_add_rows(T* out, const T* in, const std::int32_t* index, std::int64_t rows, std::int64_t cols) {
         for (std::int64_t r = 0; r < rows; ++r) {
             T* o = out + static_cast<std::int64_t>(index[r]) * cols;
@@ -137,6 +178,42 @@ struct EigenBackend {
     }
     static void copy_block(T* out, std::int64_t ld_out, const T* in, std::int64_t ld_in, std::int64_t rows, std::int64_t cols) {
         for (std::int64_t r = 0; r < rows; ++r) std::copy_n(in + r * ld_in, cols, out + r * ld_out);
+    }
+
+    static void layer_norm(T* out, T* normalized, T* inv_std, const T* x, const T* gamma, const T* beta, std::int64_t rows,
+                           std::int64_t cols, T eps) {
+        const T per_col = T(1) / static_cast<T>(cols);
+        for (std::int64_t r = 0; r < rows; ++r) {
+            const T* xr = x + r * cols;
+            T sum = T(0);
+            for (std::int64_t c = 0; c < cols; ++c) sum += xr[c];
+            const T mean = sum * per_col;
+            T squares = T(0);
+            for (std::int64_t c = 0; c < cols; ++c) squares += (xr[c] - mean) * (xr[c] - mean);
+            const T scale = T(1) / std::sqrt(squares * per_col + eps);
+            T* o = out + r * cols;
+            for (std::int64_t c = 0; c < cols; ++c) {
+                const T h = (xr[c] - mean) * scale;
+                if (normalized) normalized[r * cols + c] = h;
+                o[c] = h * gamma[c] + beta[c];
+            }
+            if (inv_std) inv_std[r] = scale;
+        }
+    }
+    static void layer_norm_backward(T* dx, const T* g, const T* normalized, const T* inv_std, const T* gamma, std::int64_t rows,
+                                    std::int64_t cols) {
+        const T per_col = T(1) / static_cast<T>(cols);
+        for (std::int64_t r = 0; r < rows; ++r) {
+            const T* gr = g + r * cols;
+            const T* h = normalized + r * cols;
+            T sum = T(0), dot = T(0);
+            for (std::int64_t c = 0; c < cols; ++c) {
+                sum += gr[c] * gamma[c];
+                dot += gr[c] * gamma[c] * h[c];
+            }
+            const T mean = sum * per_col, mean_dot = dot * per_col;
+            for (std::int64_t c = 0; c < cols; ++c) dx[r * cols + c] = inv_std[r] * (gr[c] * gamma[c] - mean - h[c] * mean_dot);
+        }
     }
 };
 

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// The CUDA kernels behind `nn::backend::Cublas` (nn/backend/cublas.hpp): element-wise maps
-/// over broadcast operands, scatter-sums, row reductions, row gather and scatter-add, fill.
+/// over broadcast operands, scatter-sums, row reductions, layer normalisation, row gather and scatter-add, fill.
 /// Every kernel is a template, so including this from several .cu files defines nothing
 /// twice. Indices are 64-bit: a tensor may hold more than 2^31 elements. nvcc only.
 
@@ -96,6 +96,64 @@ __global__ void row_reduce_kernel(T* out, const T* in, std::int64_t rows, std::i
     }
 }
 
+/// The sum of `value` over the block's threads, through `partial` (one slot per thread),
+/// returned to every thread; the block may reuse `partial` afterwards.
+template <class T>
+__device__ T block_sum(T value, T* partial) {
+    partial[threadIdx.x] = value;
+    __syncthreads();
+    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+        __syncthreads();
+    }
+    const T total = partial[0];
+    __syncthreads();
+    return total;
+}
+
+/// Layer normalisation of each row of a (rows, cols) matrix (TensorBackend's layer_norm):
+/// one block per row; the mean, then the variance of the centred row, by block sums.
+template <class T>
+__global__ void layer_norm_kernel(T* out, T* normalized, T* inv_std, const T* x, const T* gamma, const T* beta, std::int64_t rows,
+                                  std::int64_t cols, T eps) {
+    __shared__ T partial[cuda_block_threads];
+    for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T* xr = x + r * cols;
+        T sum = T(0);
+        for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += xr[c];
+        const T mean = block_sum(sum, partial) / static_cast<T>(cols);
+        T squares = T(0);
+        for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) squares += (xr[c] - mean) * (xr[c] - mean);
+        const T scale = T(1) / sqrt(block_sum(squares, partial) / static_cast<T>(cols) + eps);
+        for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+            const T h = (xr[c] - mean) * scale;
+            if (normalized) normalized[r * cols + c] = h;
+            out[r * cols + c] = h * gamma[c] + beta[c];
+        }
+        if (inv_std && threadIdx.x == 0) inv_std[r] = scale;
+    }
+}
+
+/// Its input gradient per row: dx = inv_std (g gamma - mean(g gamma) - xhat mean(g gamma xhat)).
+template <class T>
+__global__ void layer_norm_backward_kernel(T* dx, const T* g, const T* normalized, const T* inv_std, const T* gamma,
+                                           std::int64_t rows, std::int64_t cols) {
+    __shared__ T partial[cuda_block_threads];
+    for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T* gr = g + r * cols;
+        const T* h = normalized + r * cols;
+        T sum = T(0), dot = T(0);
+        for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+            sum += gr[c] * gamma[c];
+            dot += gr[c] * gamma[c] * h[c];
+        }
+        const T mean = block_sum(sum, partial) / static_cast<T>(cols);
+        const T mean_dot = block_sum(dot, partial) / static_cast<T>(cols);
+        for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+            dx[r * cols + c] = inv_std[r] * (gr[c] * gamma[c] - mean - h[c] * mean_dot);
+    }
+}
+
 /// out[r] = in[index[r]] for rows of `cols` scalars.
 template <class T>
 __global__ void gather_rows_kernel(T* out, const T* in, const std::int32_t* index, std::int64_t rows, std::int64_t cols) {
@@ -103,6 +161,16 @@ __global__ void gather_rows_kernel(T* out, const T* in, const std::int32_t* inde
     for (std::int64_t i = grid_thread(); i < n; i += grid_threads()) {
         const std::int64_t r = i / cols, c = i % cols;
         out[i] = in[static_cast<std::int64_t>(index[r]) * cols + c];
+    }
+}
+
+/// out[r] += in[index[r]]: each output element has one thread, so no atomics.
+template <class T>
+__global__ void gather_add_rows_kernel(T* out, const T* in, const std::int32_t* index, std::int64_t rows, std::int64_t cols) {
+    const std::int64_t n = rows * cols;
+    for (std::int64_t i = grid_thread(); i < n; i += grid_threads()) {
+        const std::int64_t r = i / cols, c = i % cols;
+        out[i] += in[static_cast<std::int64_t>(index[r]) * cols + c];
     }
 }
 
