@@ -49,7 +49,7 @@ TEST_CASE("a freed large block is reused for a request of its class, and small o
     CHECK(HostBlockPool::cached_bytes() == 0);
 }
 
-TEST_CASE("the pool keeps at most cache_limit bytes per thread, or the most it had live at once") {
+TEST_CASE("the pool keeps at most cache_limit bytes per thread, or the most it had live at once, the least recently used released first") {
     HostBlockPool::release_cached();
     // Untouched blocks: address space only, no resident memory.
     const std::size_t half = HostBlockPool::cache_limit / 2 + 1;
@@ -58,8 +58,12 @@ TEST_CASE("the pool keeps at most cache_limit bytes per thread, or the most it h
     void* a = HostBlockPool::take(half);
     HostBlockPool::give(a, half);
     void* b = HostBlockPool::take(larger);  // one at a time: the peak stays under the limit
-    HostBlockPool::give(b, larger);         // over the limit with what is kept: released at once
-    CHECK(HostBlockPool::cached_bytes() == HostBlockPool::size_class(half));
+    HostBlockPool::give(b, larger);         // over the limit with what is kept: the older class goes
+    CHECK(HostBlockPool::cached_bytes() == HostBlockPool::size_class(larger));
+    void* again = HostBlockPool::take(larger);  // the block kept is the one taken now
+    CHECK(again == b);
+    CHECK(HostBlockPool::cached_bytes() == 0);
+    HostBlockPool::give(again, larger);
     HostBlockPool::release_cached();
     // Two blocks live at once, over the limit together: both are kept for the next pass.
     void* c = HostBlockPool::take(half);
