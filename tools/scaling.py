@@ -73,18 +73,26 @@ STEPS = [("env_step", "environment step", 1e-3), ("policy_act", "policy forward 
          ("wm_encode", "world model's encoder", 1e-3), ("ppo_update", "PPO update (64 samples, 4 epochs)", 1.0)]
 
 
-def measure_steps(bench, depths, min_time):
-    """{depth: {benchmark: seconds per iteration}} from the RL benchmark's scale_* runs."""
+def measure_steps(bench, depths, min_time, repetitions):
+    """{depth: {benchmark: seconds per iteration}} from the RL benchmark's scale_* runs: the
+    median of `repetitions` runs, run in random interleaved order, so that a machine whose
+    speed drifts during the run (a shared host) shifts every size alike rather than the
+    sizes run last."""
     out = {}
     if not bench or not os.path.exists(bench):
         return out
     names = "|".join(name for name, _, _ in STEPS)
     wanted = "|".join(str(d) for d in depths)
     run = subprocess.run([bench, f"--benchmark_filter=^scale_({names})/encoder_small:({wanted})(/real_time)?$", "--benchmark_format=json",
-                          f"--benchmark_min_time={min_time}"], capture_output=True, text=True, check=True)
+                          f"--benchmark_min_time={min_time}", f"--benchmark_repetitions={repetitions}",
+                          "--benchmark_enable_random_interleaving=true", "--benchmark_report_aggregates_only=true"],
+                         capture_output=True, text=True, check=True)
     units = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
     for b in json.loads(run.stdout)["benchmarks"]:
-        kind, model = b["name"].split("/")[0][len("scale_"):], b["name"].split("/")[1]
+        if b.get("aggregate_name", "median") != "median":
+            continue
+        name = b["run_name"]  # without the aggregate's suffix
+        kind, model = name.split("/")[0][len("scale_"):], name.split("/")[1]
         depth = int(model.split(":")[1])
         out.setdefault(depth, {})[kind] = b["real_time"] * units[b["time_unit"]]
     return out
@@ -95,7 +103,8 @@ def steps_table(rows, steps):
     if not steps:
         return []
     lines = ["", "The learning agents' costs at the same depths (`" + "`, `".join(f"scale_{n}" for n, _, _ in STEPS)
-             + "` in bench/rl_bench.cpp; float Eigen backend, one thread), each with its ratio to the first row:", "",
+             + "` in bench/rl_bench.cpp; float Eigen backend, one thread; the median of interleaved runs), each with its ratio to the"
+             " first row:", "",
              "| depth | nodes | " + " | ".join(label for _, label, _ in STEPS) + " |", "|---:|---:|" + "---:|" * len(STEPS)]
     first = {}
     for row in rows:
@@ -187,7 +196,8 @@ def main():
     parser.add_argument("--timeout", type=float, default=600, help="seconds a run may take")
     parser.add_argument("--bench", default="build/bench/rlflow_rl_bench",
                         help="the built RL benchmark (its scale_* runs; skipped when the file is missing)")
-    parser.add_argument("--bench-min-time", type=float, default=1.0, help="Google Benchmark's minimum seconds per benchmark")
+    parser.add_argument("--bench-min-time", type=float, default=1.0, help="Google Benchmark's minimum seconds per benchmark run")
+    parser.add_argument("--bench-repetitions", type=int, default=5, help="runs of each benchmark, interleaved; the table gives their median")
     parser.add_argument("--out", default="docs/scaling.md")
     args = parser.parse_args()
     methods = args.methods.split(",")
@@ -197,7 +207,7 @@ def main():
         for depth in depths:
             rows.append(measure(args.rlflow, depth, methods, args.timeout, work, skipped))
             print(rows[-1], flush=True)
-    steps = measure_steps(args.bench, depths, args.bench_min_time)
+    steps = measure_steps(args.bench, depths, args.bench_min_time, args.bench_repetitions)
     figure = os.path.splitext(args.out)[0] + ".png"
     write_table(rows, methods, args.out, figure if plot(rows, methods, figure, steps) else None, steps)
 

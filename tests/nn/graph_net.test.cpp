@@ -252,6 +252,43 @@ TEST_CASE("graph batch: bad indices and feature counts throw, naming the graph a
     Vars in = batch.constants(tape);
     in.nodes = tape.constant(T(Shape{7, 2}));
     CHECK_THROWS_WITH_AS((void)block(tape, batch, in), "[rlflow.shape_error] gn block 'core': nodes (7,2), expected (7,3)", shape_error);
+    // Features in parts: their widths must add up, their rows agree.
+    const Vars parts[] = {in, batch.constants(tape)};
+    CHECK_THROWS_WITH_AS((void)block(tape, batch, parts), "[rlflow.shape_error] gn block 'core': edges (8,2)+(8,2), expected (8,2)",
+                         shape_error);
+}
+
+TEST_CASE("a gn block on features in parts equals the block on their concatenation, with and without gradients") {
+    Rng rng(21);
+    const std::vector<nn::HostGraph> graphs = two_graphs(rng);
+    const Batch batch(graphs);
+    const nn::FeatureSizes half = small_sizes, whole{.edge = 2 * half.edge, .node = 2 * half.node, .global = 2 * half.global};
+    nn::GnBlockOptions options = block_options(nn::Aggregation::sum);
+    options.input = whole;
+    nn::GnBlock<Double> block("core", options, rng);
+    for (P* p : block.parameters()) p->value = random_tensor(p->value.shape(), rng);
+    const T second_edges = random_tensor(Shape{batch.num_edges(), half.edge}, rng),
+            second_nodes = random_tensor(Shape{batch.num_nodes(), half.node}, rng),
+            second_globals = random_tensor(Shape{batch.num_graphs(), half.global}, rng);
+    for (const bool grad : {true, false}) {
+        CAPTURE(grad);
+        nn::Tape<Double> tape;
+        tape.set_grad_enabled(grad);
+        const Vars first = batch.constants(tape);
+        const Vars second{tape.constant(second_edges), tape.constant(second_nodes), tape.constant(second_globals)};
+        const Vars parts[] = {first, second};
+        const Vars in_parts = block(tape, batch, parts);
+        const Vars joined{nn::concat<Double>({first.edges, second.edges}, 1), nn::concat<Double>({first.nodes, second.nodes}, 1),
+                          nn::concat<Double>({first.globals, second.globals}, 1)};
+        const Vars in_one = block(tape, batch, joined);
+        for (const auto& [a, b] : {std::pair{in_parts.edges, in_one.edges}, std::pair{in_parts.nodes, in_one.nodes},
+                                   std::pair{in_parts.globals, in_one.globals}}) {
+            const auto x = a.value().to_host(), y = b.value().to_host();
+            REQUIRE(x.size() == y.size());
+            REQUIRE_FALSE(x.empty());
+            for (std::size_t i = 0; i < x.size(); ++i) CHECK(x[i] == doctest::Approx(y[i]).epsilon(same_tolerance));
+        }
+    }
 }
 
 TEST_CASE("graph features: zoo resnet50 gives a node per graph node and an edge per tensor use") {

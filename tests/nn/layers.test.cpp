@@ -3,6 +3,7 @@
 // orthogonal initialisation, parameter names and order, and shape errors.
 #include "gradient_check.hpp"
 
+#include <rlflow/nn/backend/eigen.hpp>
 #include <rlflow/nn/layers.hpp>
 
 #include <Eigen/Core>
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace nn_test;
@@ -149,6 +151,95 @@ TEST_CASE("an mlp with tanh and a layer-normalised output has exact gradients") 
         for (std::size_t c = 0; c < 4; ++c) square += (out[r * 4 + c] - mean) * (out[r * 4 + c] - mean) / 4;
         CHECK(mean == doctest::Approx(0).epsilon(1e-9).scale(1));
         CHECK(square == doctest::Approx(1).epsilon(1e-3));
+    }
+}
+
+namespace {
+
+/// An Mlp's value on `blocks` op by op (gradients on) and by its inference pass (NoGrad),
+/// both as host values; the inference pass's output must not require a gradient.
+template <class B>
+std::pair<std::vector<typename B::Scalar>, std::vector<typename B::Scalar>> both_passes(
+    nn::Mlp<B>& mlp, const std::function<std::vector<nn::InputBlock<B>>(nn::Tape<B>&)>& blocks) {
+    nn::Tape<B> tape;
+    const auto op_by_op = mlp(tape, blocks(tape)).value().to_host();
+    nn::NoGrad<B> no_grad(tape);
+    const nn::Var<B> inferred = mlp(tape, blocks(tape));
+    CHECK_FALSE(inferred.requires_grad());
+    return {op_by_op, inferred.value().to_host()};
+}
+
+}  // namespace
+
+TEST_CASE("an mlp's inference pass over row tiles equals its op-by-op pass, gathered blocks sharing an index included") {
+    // 600 rows: two full tiles of the CPU backend's 256 and a partial one. Blocks: one read
+    // whole, two gathered by the same index (summed before their one gather), one gathered
+    // by another index.
+    const std::int64_t rows = 600, from = 90;
+    REQUIRE(rows > 2 * Double::row_tile);
+    Rng rng(11);
+    std::vector<std::int32_t> to_node, to_graph;
+    for (std::int64_t r = 0; r < rows; ++r) {
+        to_node.push_back(static_cast<std::int32_t>(rng.below(from)));
+        to_graph.push_back(static_cast<std::int32_t>(r % 3));
+    }
+    const T whole = random_tensor(Shape{rows, 4}, rng), first = random_tensor(Shape{from, 3}, rng),
+            second = random_tensor(Shape{from, 2}, rng), graphs = random_tensor(Shape{3, 2}, rng);
+    const nn::Indices<Double> node_rows(to_node, from), graph_rows(to_graph, 3);
+    const auto blocks = [&](nn::Tape<Double>& tape) {
+        return std::vector<nn::InputBlock<Double>>{{tape.constant(whole)},
+                                                   {tape.constant(first), &node_rows},
+                                                   {tape.constant(graphs), &graph_rows},
+                                                   {tape.constant(second), &node_rows}};
+    };
+    const auto same = [](const std::vector<double>& a, const std::vector<double>& b, std::size_t size) {
+        REQUIRE(a.size() == size);
+        REQUIRE(b.size() == size);
+        for (std::size_t i = 0; i < size; ++i) CHECK(a[i] == doctest::Approx(b[i]).epsilon(1e-12));
+    };
+    SUBCASE("relu hidden layers, activated and layer-normalised output (graph-nets MLPs)") {
+        nn::Mlp<Double> mlp("mlp", {.sizes = {11, 8, 6}, .activate_output = true, .layer_norm_output = true}, rng);
+        for (P* p : mlp.parameters()) p->value = random_tensor(p->value.shape(), rng);
+        const auto [op_by_op, inferred] = both_passes<Double>(mlp, blocks);
+        same(op_by_op, inferred, static_cast<std::size_t>(rows * 6));
+    }
+    SUBCASE("tanh, three layers, plain output") {
+        nn::Mlp<Double> mlp("mlp", {.sizes = {11, 7, 5, 4}, .activation = nn::Activation::tanh}, rng);
+        for (P* p : mlp.parameters()) p->value = random_tensor(p->value.shape(), rng);
+        const auto [op_by_op, inferred] = both_passes<Double>(mlp, blocks);
+        same(op_by_op, inferred, static_cast<std::size_t>(rows * 4));
+    }
+    SUBCASE("one whole input (an encoder), and no rows") {
+        nn::Mlp<Double> mlp("mlp", {.sizes = {4, 8, 6}, .activate_output = true, .layer_norm_output = true}, rng);
+        for (P* p : mlp.parameters()) p->value = random_tensor(p->value.shape(), rng);
+        const auto one = [&](nn::Tape<Double>& tape) { return std::vector<nn::InputBlock<Double>>{{tape.constant(whole)}}; };
+        const auto [op_by_op, inferred] = both_passes<Double>(mlp, one);
+        same(op_by_op, inferred, static_cast<std::size_t>(rows * 6));
+        nn::Tape<Double> tape;
+        nn::NoGrad<Double> no_grad(tape);
+        CHECK(mlp(tape, tape.constant(T(Shape{0, 4}))).shape() == Shape{0, 6});
+        // The inference pass checks its input as the first layer does.
+        CHECK_THROWS_WITH_AS((void)mlp(tape, tape.constant(T(Shape{2, 5}))),
+                             "[rlflow.shape_error] linear 'mlp.0' takes 4 features in all; block (2,5) at feature 0 does not fit",
+                             shape_error);
+    }
+    SUBCASE("float32 (what agents run): within float rounding") {
+        using F = rlflow::nn::backend::Eigen;
+        nn::Mlp<F> mlp("mlp", {.sizes = {11, 8, 6}, .activate_output = true, .layer_norm_output = true}, rng);
+        const auto to_float = [](const T& t) {
+            const auto v = t.to_host();
+            return nn::Tensor<F>::from_host(t.shape(), std::vector<float>(v.begin(), v.end()));
+        };
+        const nn::Indices<F> node_f(to_node, from), graph_f(to_graph, 3);
+        const nn::Tensor<F> whole_f = to_float(whole), first_f = to_float(first), second_f = to_float(second), graphs_f = to_float(graphs);
+        const auto float_blocks = [&](nn::Tape<F>& tape) {
+            return std::vector<nn::InputBlock<F>>{
+                {tape.constant(whole_f)}, {tape.constant(first_f), &node_f}, {tape.constant(graphs_f), &graph_f}, {tape.constant(second_f), &node_f}};
+        };
+        const auto [op_by_op, inferred] = both_passes<F>(mlp, float_blocks);
+        REQUIRE(op_by_op.size() == inferred.size());
+        // Layer-normalised outputs are of order 1; the sums differ in order only.
+        for (std::size_t i = 0; i < op_by_op.size(); ++i) CHECK(std::abs(op_by_op[i] - inferred[i]) < 1e-4F);
     }
 }
 

@@ -280,21 +280,35 @@ public:
     /// The updated (edges, nodes, globals) of `batch` given its current features `in`.
     /// Throws shape_error naming the block if `in` does not fit the batch or the block.
     [[nodiscard]] GraphVars<B> operator()(Tape<B>& tape, const GraphBatch<B>& batch, const GraphVars<B>& in) {
-        check_inputs(batch, in);
+        return (*this)(tape, batch, std::span<const GraphVars<B>>(&in, 1));
+    }
+    /// The same where the features are the concatenation of `parts` along their last
+    /// axis (graph_nets' [latent_0, latent_t]), which is never built: each part is a
+    /// block of the update MLPs' first layers.
+    [[nodiscard]] GraphVars<B> operator()(Tape<B>& tape, const GraphBatch<B>& batch, std::span<const GraphVars<B>> parts) {
+        check_inputs(batch, parts);
         const Aggregation how = m_options.aggregation;
         // Each update MLP reads its arguments as blocks of its first layer, which never
         // concatenates them and multiplies gathered nodes and globals before gathering.
         using Block = InputBlock<B>;
+        const auto blocks = [&](std::vector<Block>& out, Var<B> GraphVars<B>::*feature, const Indices<B>* rows) {
+            for (const GraphVars<B>& part : parts) out.push_back({part.*feature, rows});
+        };
         // Algorithm 1, lines 1-3: the edge update.
-        const std::array edge_in{Block{in.edges}, Block{in.nodes, &batch.receivers()}, Block{in.nodes, &batch.senders()},
-                                 Block{in.globals, &batch.edge_graph()}};
+        std::vector<Block> edge_in;
+        blocks(edge_in, &GraphVars<B>::edges, nullptr);
+        blocks(edge_in, &GraphVars<B>::nodes, &batch.receivers());
+        blocks(edge_in, &GraphVars<B>::nodes, &batch.senders());
+        blocks(edge_in, &GraphVars<B>::globals, &batch.edge_graph());
         const Var<B> edges = m_edge(tape, edge_in);
         // Lines 4-8: each node pools the edges it receives, then updates.
-        const std::array node_in{Block{aggregate(edges, batch.receivers(), how)}, Block{in.nodes}, Block{in.globals, &batch.node_graph()}};
+        std::vector<Block> node_in{Block{aggregate(edges, batch.receivers(), how)}};
+        blocks(node_in, &GraphVars<B>::nodes, nullptr);
+        blocks(node_in, &GraphVars<B>::globals, &batch.node_graph());
         const Var<B> nodes = m_node(tape, node_in);
         // Lines 9-13: each graph pools all of its edges and nodes, then updates its globals.
-        const std::array global_in{Block{aggregate(edges, batch.edge_graph(), how)}, Block{aggregate(nodes, batch.node_graph(), how)},
-                                   Block{in.globals}};
+        std::vector<Block> global_in{Block{aggregate(edges, batch.edge_graph(), how)}, Block{aggregate(nodes, batch.node_graph(), how)}};
+        blocks(global_in, &GraphVars<B>::globals, nullptr);
         const Var<B> globals = m_global(tape, global_in);
         return {edges, nodes, globals};
     }
@@ -319,15 +333,26 @@ private:
         return o;
     }
 
-    void check_inputs(const GraphBatch<B>& batch, const GraphVars<B>& in) const {
-        const auto check = [&](const Var<B>& v, std::int64_t rows, std::int64_t width, const char* what) {
-            const Shape expected{rows, width};
-            RLFLOW_EXPECTS(v.shape() == expected, shape_error,
-                           "gn block '" + m_name + "': " + what + " " + v.shape().to_string() + ", expected " + expected.to_string());
+    void check_inputs(const GraphBatch<B>& batch, std::span<const GraphVars<B>> parts) const {
+        RLFLOW_EXPECTS(!parts.empty(), precondition_error, "gn block '" + m_name + "' on no input features");
+        // Every part of `rows` rows, their widths adding up to `width`; the message lists
+        // the parts' shapes ("nodes (7,2)+(7,1), expected (7,3)").
+        const auto check = [&](Var<B> GraphVars<B>::*feature, std::int64_t rows, std::int64_t width, const char* what) {
+            std::int64_t total = 0;
+            bool fits = true;
+            std::string shapes;
+            for (const GraphVars<B>& part : parts) {
+                const Shape& s = (part.*feature).shape();
+                fits = fits && s.rank() == 2 && s[0] == rows;
+                total += s.rank() == 2 ? s[1] : 0;
+                shapes += (shapes.empty() ? "" : "+") + s.to_string();
+            }
+            RLFLOW_EXPECTS(fits && total == width, shape_error,
+                           "gn block '" + m_name + "': " + what + " " + shapes + ", expected " + Shape({rows, width}).to_string());
         };
-        check(in.edges, batch.num_edges(), m_options.input.edge, "edges");
-        check(in.nodes, batch.num_nodes(), m_options.input.node, "nodes");
-        check(in.globals, batch.num_graphs(), m_options.input.global, "globals");
+        check(&GraphVars<B>::edges, batch.num_edges(), m_options.input.edge, "edges");
+        check(&GraphVars<B>::nodes, batch.num_nodes(), m_options.input.node, "nodes");
+        check(&GraphVars<B>::globals, batch.num_graphs(), m_options.input.global, "globals");
     }
 
     std::string m_name;
@@ -401,8 +426,7 @@ public:
         GraphVars<B> latent = encoded;
         for (int step = 0; step < m_options.steps; ++step) {
             GnBlock<B>& core = m_cores[m_options.shared_core ? 0 : static_cast<std::size_t>(step)];
-            const GraphVars<B> joined{concat<B>({encoded.edges, latent.edges}, 1), concat<B>({encoded.nodes, latent.nodes}, 1),
-                                      concat<B>({encoded.globals, latent.globals}, 1)};
+            const GraphVars<B> joined[] = {encoded, latent};  // concatenated, in effect, by the core's first layers
             latent = core(tape, batch, joined);
         }
         return latent;

@@ -45,6 +45,10 @@ concept TensorBackend =
                 typename B::Scalar* out, const typename B::Scalar* in, const std::int32_t* index, typename B::Scalar value,
                 Transpose t, std::int64_t m, const Strided3& plan) {
         { B::name } -> std::convertible_to<std::string_view>;
+        // Rows per tile of an MLP's inference pass (layers.hpp, Mlp::infer), sized so that a
+        // tile's activations stay in cache; 0 runs all rows as one tile (a GPU's kernels
+        // want every row at once).
+        { B::row_tile } -> std::convertible_to<std::int64_t>;
         // Memory.
         { B::allocate(n) } -> std::same_as<typename B::Buffer>;  // n zeros
         { B::allocate_uninitialized(n) } -> std::same_as<typename B::Buffer>;  // n values to be overwritten
@@ -55,6 +59,9 @@ concept TensorBackend =
         { B::upload_indices(host_indices) } -> std::same_as<typename B::IndexBuffer>;
         { B::data(cindices) } -> std::same_as<const std::int32_t*>;
         B::fill(out, m, value);
+        // A hint that m values from `in` will be read soon (a tile ahead of the one being
+        // computed); it may do nothing.
+        B::prefetch(in, m);
         B::copy(out, in, m);
         // C = alpha op(A) op(B) + beta C, row-major, `count` matrices at the given strides.
         B::gemm(t, t, m, m, m, value, in, m, in, m, value, out, m, m, m, m, m);

@@ -141,6 +141,8 @@ struct Cublas {
     using Buffer = nn::detail::DeviceBuffer<float>;
     using IndexBuffer = nn::detail::DeviceBuffer<std::int32_t>;
     static constexpr std::string_view name = "cublas";
+    /// One launch per layer over every row.
+    static constexpr std::int64_t row_tile = 0;
 
     /// n zeros (as the CPU backend gives: `Tensor(shape)` is zeros).
     [[nodiscard]] static Buffer allocate(std::size_t n) {
@@ -161,6 +163,8 @@ struct Cublas {
     [[nodiscard]] static IndexBuffer upload_indices(std::span<const std::int32_t> host) { return nn::detail::upload_to_device(host); }
     [[nodiscard]] static const std::int32_t* data(const IndexBuffer& buffer) noexcept { return buffer.data(); }
 
+    /// Nothing: device memory is not the host's cache.
+    static void prefetch(const float*, std::int64_t) noexcept {}
     static void fill(float* out, std::int64_t n, float value) {
         if (n <= 0) return;
         nn::detail::fill_kernel<float><<<blocks(n), threads>>>(out, n, value);

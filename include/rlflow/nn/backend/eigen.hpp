@@ -27,6 +27,8 @@ struct EigenBackend {
     using Buffer = std::vector<T, PooledAllocator<T>>;
     using IndexBuffer = std::vector<std::int32_t>;
     static constexpr std::string_view name = sizeof(T) == 4 ? "eigen" : "eigen-float64";
+    /// A tile of 256 rows of 64 or 128 features (64 to 128 KB) stays in a core's L2.
+    static constexpr std::int64_t row_tile = 256;
 
     [[nodiscard]] static Buffer allocate(std::size_t n) { return Buffer(n, T(0)); }
     /// The allocator default-initialises, so these n values are unspecified until written.
@@ -41,27 +43,54 @@ struct EigenBackend {
     [[nodiscard]] static const std::int32_t* data(const IndexBuffer& buffer) noexcept { return buffer.data(); }
 
     static void fill(T* out, std::int64_t n, T value) { std::fill(out, out + n, value); }
+    /// Asks for every cache line of the n values, so that main memory streams them in
+    /// while the current tile computes (at 50,000 nodes, a tenth off a product's time).
+    static void prefetch(const T* in, std::int64_t n) {
+        const auto* bytes = reinterpret_cast<const char*>(in);
+        const auto size = static_cast<std::size_t>(std::max<std::int64_t>(n, 0)) * sizeof(T);
+        for (std::size_t b = 0; b < size; b += 64) __builtin_prefetch(bytes + b, 0, 3);
+    }
     static void copy(T* out, const T* in, std::int64_t n) { std::copy(in, in + n, out); }
 
     /// C = alpha op(A) op(B) + beta C for `count` matrices, row-major with leading
     /// dimensions lda, ldb, ldc; matrix i starts i * stride after the first.
+    ///
+    /// A tall product by a small op(B) (A read as stored, more than two tiles of rows, B a
+    /// layer's weight of at most 64K values) runs tile by tile of row_tile rows of A and C:
+    /// Eigen clears C before it accumulates the product into it, and over a whole
+    /// (50,000, 64) C that is one more trip through main memory; over a tile, C stays in
+    /// cache between the two. Eigen repacks op(B) per tile, small next to the tile's product.
     static void gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
                      std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc, std::int64_t count,
                      std::int64_t stride_a, std::int64_t stride_b, std::int64_t stride_c) {
+        if (ta == Transpose::no && m > 2 * row_tile && k * n <= std::int64_t{1} << 16) {
+            for (std::int64_t i = 0; i < count; ++i)
+                for (std::int64_t r = 0; r < m; r += row_tile) {
+                    const std::int64_t rows = std::min(row_tile, m - r), next = std::min(row_tile, m - r - rows);
+                    if (lda == k) prefetch(a + i * stride_a + (r + rows) * lda, next * lda);
+                    gemm_one(ta, tb, rows, n, k, alpha, a + i * stride_a + r * lda, lda, b + i * stride_b, ldb, beta, c + i * stride_c + r * ldc,
+                             ldc);
+                }
+            return;
+        }
+        for (std::int64_t i = 0; i < count; ++i)
+            gemm_one(ta, tb, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta, c + i * stride_c, ldc);
+    }
+    /// One matrix of gemm.
+    static void gemm_one(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
+                         std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
         using Matrix = ::Eigen::Matrix<T, ::Eigen::Dynamic, ::Eigen::Dynamic, ::Eigen::RowMajor>;
         using ConstMap = ::Eigen::Map<const Matrix, 0, ::Eigen::OuterStride<>>;
         using Map = ::Eigen::Map<Matrix, 0, ::Eigen::OuterStride<>>;
-        for (std::int64_t i = 0; i < count; ++i) {
-            const ConstMap A(a + i * stride_a, ta == Transpose::no ? m : k, ta == Transpose::no ? k : m, ::Eigen::OuterStride<>(lda));
-            const ConstMap B(b + i * stride_b, tb == Transpose::no ? k : n, tb == Transpose::no ? n : k, ::Eigen::OuterStride<>(ldb));
-            Map C(c + i * stride_c, m, n, ::Eigen::OuterStride<>(ldc));
-            if (beta == T(0)) C.setZero();
-            else if (beta != T(1)) C *= beta;
-            if (ta == Transpose::no && tb == Transpose::no) C.noalias() += alpha * A * B;
-            else if (ta == Transpose::no) C.noalias() += alpha * A * B.transpose();
-            else if (tb == Transpose::no) C.noalias() += alpha * A.transpose() * B;
-            else C.noalias() += alpha * A.transpose() * B.transpose();
-        }
+        const ConstMap A(a, ta == Transpose::no ? m : k, ta == Transpose::no ? k : m, ::Eigen::OuterStride<>(lda));
+        const ConstMap B(b, tb == Transpose::no ? k : n, tb == Transpose::no ? n : k, ::Eigen::OuterStride<>(ldb));
+        Map C(c, m, n, ::Eigen::OuterStride<>(ldc));
+        if (beta == T(0)) C.setZero();
+        else if (beta != T(1)) C *= beta;
+        if (ta == Transpose::no && tb == Transpose::no) C.noalias() += alpha * A * B;
+        else if (ta == Transpose::no) C.noalias() += alpha * A * B.transpose();
+        else if (tb == Transpose::no) C.noalias() += alpha * A.transpose() * B;
+        else C.noalias() += alpha * A.transpose() * B.transpose();
     }
 
     /// out[i] = Fn(a[strided i]).
@@ -159,11 +188,21 @@ struct EigenBackend {
         }
     }
 
+    /// Row r + ahead of a gather or scatter is asked for while row r is copied: on a large
+    /// graph the rows are scattered over main memory.
+    static constexpr std::int64_t ahead = 8;
+    static void prefetch_row(const T* base, const std::int32_t* index, std::int64_t r, std::int64_t rows, std::int64_t cols) {
+        if (r + ahead < rows) prefetch(base + static_cast<std::int64_t>(index[r + ahead]) * cols, cols);
+    }
     static void gather_rows(T* out, const T* in, const std::int32_t* index, std::int64_t rows, std::int64_t cols) {
-        for (std::int64_t r = 0; r < rows; ++r) std::copy_n(in + index[r] * cols, cols, out + r * cols);
+        for (std::int64_t r = 0; r < rows; ++r) {
+            prefetch_row(in, index, r, rows, cols);
+            std::copy_n(in + static_cast<std::int64_t>(index[r]) * cols, cols, out + r * cols);
+        }
     }
     static void gather_add_rows(T* out, const T* in, const std::int32_t* index, std::int64_t rows, std::int64_t cols) {
         for (std::int64_t r = 0; r < rows; ++r) {
+            prefetch_row(in, index, r, rows, cols);
             T* o = out + r * cols;
             const T* i = in + static_cast<std::int64_t>(index[r]) * cols;
             for (std::int64_t c = 0; c < cols; ++c) o[c] += i[c];
@@ -171,6 +210,7 @@ struct EigenBackend {
     }
     static void scatter_add_rows(T* out, const T* in, const std::int32_t* index, std::int64_t rows, std::int64_t cols) {
         for (std::int64_t r = 0; r < rows; ++r) {
+            prefetch_row(out, index, r, rows, cols);
             T* o = out + static_cast<std::int64_t>(index[r]) * cols;
             const T* i = in + r * cols;
             for (std::int64_t c = 0; c < cols; ++c) o[c] += i[c];
