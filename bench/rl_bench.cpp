@@ -29,6 +29,11 @@
 //   10,000), named scale_<benchmark>/encoder_small:<depth>. Issue 26's bound: a step and
 //   a forward pass at 50,000 nodes (depth 943) within 60x their cost at 1,000.
 //   tools/scaling.py reads them into docs/scaling.md.
+// - scale_ratio/<benchmark> (env_step, policy_act, wm_encode): that bound measured
+//   directly. Each iteration times one pass at 50,000 nodes, then 50 at 1,000, so both
+//   sizes see the machine in the same state (on a shared host its speed drifts by a
+//   third within minutes, and separate runs' ratios with it); counters: the median
+//   milliseconds at each size and their ratio.
 
 #include <rlflow/cost.hpp>
 #include <rlflow/models/zoo.hpp>
@@ -38,9 +43,13 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -230,6 +239,92 @@ BENCHMARK_CAPTURE(env_step, inception_v3_no_gains, std::string("inception_v3"), 
 BENCHMARK_CAPTURE(env_step, resnet50_no_gains, std::string("resnet50"), false)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(env_reset, bert, std::string("bert"))->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(wm_encode, bert, std::string("bert"))->Unit(benchmark::kMillisecond)->UseRealTime();
+
+/// Times `big()` once, then `small()` 50 times, per iteration (each returns the seconds
+/// it timed); reports the medians and their ratio as counters.
+template <class Small, class Big>
+void interleaved(benchmark::State& state, Small&& small, Big&& big) {
+    constexpr int small_per_big = 50;
+    std::vector<double> small_s, big_s;
+    for (auto _ : state) {
+        big_s.push_back(big());
+        for (int i = 0; i < small_per_big; ++i) small_s.push_back(small());
+    }
+    const auto median = [](std::vector<double>& v) {
+        std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+        return v[v.size() / 2];
+    };
+    const double small_median = median(small_s), big_median = median(big_s);
+    state.counters["small_ms"] = small_median * 1e3;
+    state.counters["big_ms"] = big_median * 1e3;
+    state.counters["ratio"] = big_median / small_median;
+}
+
+/// Seconds `f()` takes.
+template <class F>
+double seconds(F&& f) {
+    const auto start = std::chrono::steady_clock::now();
+    f();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+constexpr const char* ratio_small = "encoder_small:19";
+constexpr const char* ratio_big = "encoder_small:943";
+
+struct Episode {
+    Graph g;
+    rl::GraphEnv<cost::AnalyticBackend> env;
+    rl::Observation o;
+    Episode(const char* model, cost::CostModel<cost::AnalyticBackend>& costs)
+        : g(models::build_zoo_model(model)), env(rules(), costs, {}), o(env.reset(g)) {}
+};
+
+void ratio_env_step(benchmark::State& state) {
+    cost::CostModel<cost::AnalyticBackend> costs(cost::AnalyticBackend::preset("cpu"));
+    std::mt19937_64 rng(0);
+    const auto step = [&](Episode& e) {  // one step, an episode's reset untimed
+        rl::Action a = rl::random_rewrite(e.o, rng);
+        if (a.xfer == e.o.num_xfers || e.env.done()) {
+            e.o = e.env.reset(e.g);
+            a = rl::random_rewrite(e.o, rng);
+        }
+        std::optional<rl::StepResult> r;
+        const double t = seconds([&] { r.emplace(e.env.step(a)); });
+        e.o = std::move(r->observation);
+        return t;
+    };
+    Episode small(ratio_small, costs), big(ratio_big, costs);
+    interleaved(state, [&] { return step(small); }, [&] { return step(big); });
+}
+
+void ratio_policy_act(benchmark::State& state) {
+    cost::CostModel<cost::AnalyticBackend> costs(cost::AnalyticBackend::preset("cpu"));
+    rl::GraphEnv env(rules(), costs, {});
+    const rl::Observation small = env.reset(models::build_zoo_model(ratio_small)), big = env.reset(models::build_zoo_model(ratio_big));
+    rl::ActorCritic<Float> policy(env.num_xfers(), static_cast<std::uint32_t>(env.options().max_locations));
+    Rng rng(0);
+    const auto pass = [&](const rl::Observation& o) {
+        const rl::Observation* one[] = {&o};
+        return seconds([&] { benchmark::DoNotOptimize(policy.act(one, rng).log_probs.data()); });
+    };
+    interleaved(state, [&] { return pass(small); }, [&] { return pass(big); });
+}
+
+void ratio_wm_encode(benchmark::State& state) {
+    cost::CostModel<cost::AnalyticBackend> costs(cost::AnalyticBackend::preset("cpu"));
+    rl::GraphEnv env(rules(), costs, {});
+    const rl::Observation small = env.reset(models::build_zoo_model(ratio_small)), big = env.reset(models::build_zoo_model(ratio_big));
+    rl::WorldModel<Float> world(env.num_xfers());
+    const auto pass = [&](const rl::Observation& o) {
+        const rl::Observation* one[] = {&o};
+        return seconds([&] { benchmark::DoNotOptimize(world.target_z(one).data()); });
+    };
+    interleaved(state, [&] { return pass(small); }, [&] { return pass(big); });
+}
+
+BENCHMARK(ratio_env_step)->Name("scale_ratio/env_step")->Iterations(20)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(ratio_policy_act)->Name("scale_ratio/policy_act")->Iterations(20)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(ratio_wm_encode)->Name("scale_ratio/wm_encode")->Iterations(20)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The scale family (see the file comment), registered at run time, one per depth.
 int main(int argc, char** argv) {
