@@ -155,6 +155,22 @@ Outcome mlp_on() {
     return out;
 }
 
+/// An Mlp's inference pass (gradients off: one tile of every row on the GPU, tiles of 256
+/// on the CPU) over a block read whole and two blocks gathered by one index.
+template <class B>
+std::vector<float> mlp_inference_on() {
+    Rng rng(seed);
+    nn::Mlp<B> mlp("mlp", {.sizes = {7, 16, 5}, .activate_output = true, .layer_norm_output = true}, rng);
+    const nn::Indices<B> index(std::vector<std::int32_t>{2, 0, 1, 1, 3, 2, 0, 3, 3, 1}, 4);
+    nn::Tape<B> tape;
+    nn::NoGrad<B> no_grad(tape);
+    const auto constant = [&](const Shape& shape) {
+        return tape.constant(nn::Tensor<B>::from_host(shape, random_values(shape.numel(), -1, 1, rng)));
+    };
+    const nn::InputBlock<B> blocks[] = {{constant(Shape{10, 3})}, {constant(Shape{4, 2}), &index}, {constant(Shape{4, 2}), &index}};
+    return mlp(tape, std::span<const nn::InputBlock<B>>(blocks)).value().to_host();
+}
+
 }  // namespace
 
 TEST_CASE("cublas gemm matches the CPU in all four transpose combinations, batched and with a shared rhs") {
@@ -296,4 +312,9 @@ TEST_CASE("cublas sum_rows and bias_relu agree with the CPU, gathered terms with
 TEST_CASE("an Mlp on cublas computes the CPU's output and parameter gradients") {
     if (!gpu_present()) return;
     check_outcomes(mlp_on<Cublas>(), mlp_on<Cpu>());
+}
+
+TEST_CASE("an Mlp's inference pass on cublas computes the CPU's output, gathered blocks sharing an index included") {
+    if (!gpu_present()) return;
+    check_close(mlp_inference_on<Cublas>(), mlp_inference_on<Cpu>(), "value");
 }
