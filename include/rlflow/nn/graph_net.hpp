@@ -21,7 +21,6 @@
 #include <rlflow/nn/tape.hpp>
 #include <rlflow/nn/tensor.hpp>
 
-#include <array>
 #include <cstdint>
 #include <limits>
 #include <memory>
