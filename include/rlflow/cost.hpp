@@ -11,3 +11,4 @@
 #include <rlflow/cost/cpu_profiler.hpp>
 #include <rlflow/cost/ort_backend.hpp>
 #include <rlflow/cost/ort_worker.hpp>
+#include <rlflow/cost/target.hpp>

@@ -8,6 +8,8 @@
 #include "graph.hpp"
 #include "rules.hpp"
 
+#include "rlflow/target.hpp"
+
 #include <rlflow/core/random.hpp>
 #include <rlflow/cost.hpp>
 #include <rlflow/cost/ort_backend.hpp>
@@ -49,17 +51,18 @@ private:
     rl::GraphEnv<Backend> m_env;
 };
 
-/// The environment's cost: analytic (a roofline preset), cpu (the reference executor's
-/// op times) or ort (ONNX Runtime's op times).
-inline std::unique_ptr<EnvCore> make_env_core(const std::string& cost, const std::string& device,
-                                              std::shared_ptr<const rewrite::RuleSet> rules, const rl::EnvOptions& options) {
-    expect_one_of("cost", cost, {"analytic", "cpu", "ort"});
-    if (cost == "cpu") return std::make_unique<EnvOver<cost::CpuProfiler>>(cost::CpuProfiler{}, std::move(rules), options);
-    if (cost == "ort") {
+/// The environment's cost, as the CLI's --cost, --device and --target name it: analytic (a
+/// roofline preset), cpu (the reference executor's op times), ort (ONNX Runtime's, at the
+/// target's level and threads), cudnn, or table:FILE (a recorded price table).
+inline std::unique_ptr<EnvCore> make_env_core(const cli::TargetFlags& where, std::shared_ptr<const rewrite::RuleSet> rules,
+                                              const rl::EnvOptions& options) {
+    const cost::Target target = cli::resolve_target(where);
+    const cli::CostChoice pricing = cli::resolve_cost(where, target);
+    if (pricing.kind == cli::CostKind::ort)
         if (const auto why = cost::ort_unavailable_reason()) throw precondition_error("cost='ort': " + *why + "; " + cost::ort_install_hint());
-        return std::make_unique<EnvOver<cost::OrtBackend>>(cost::OrtBackend(cost::OrtBackendOptions{}), std::move(rules), options);
-    }
-    return std::make_unique<EnvOver<cost::AnalyticBackend>>(cost::AnalyticBackend::preset(device), std::move(rules), options);
+    return cli::with_cost_backend(pricing, target, {}, [&](auto backend) -> std::unique_ptr<EnvCore> {
+        return std::make_unique<EnvOver<decltype(backend)>>(std::move(backend), std::move(rules), options);
+    });
 }
 
 /// The observation as the dict of NumPy arrays: nodes (n, fn), edges (E, fe), globals
@@ -103,12 +106,11 @@ private:
 /// rlflow.Env.
 class PyEnv {
 public:
-    PyEnv(const PyGraph& graph, const py::object& rules, const std::string& cost, const std::string& device,
-          const rl::EnvOptions& options)
+    PyEnv(const PyGraph& graph, const py::object& rules, const cli::TargetFlags& where, const rl::EnvOptions& options)
         : m_graph(graph), m_options(options) {
         if (py::isinstance<PyRules>(rules)) m_rules = rules.cast<const PyRules&>().set;
         else m_rules = cli::load_rule_set(py::str(py::module_::import("os").attr("fspath")(rules)));
-        m_core = make_env_core(cost, device, m_rules, options);
+        m_core = make_env_core(where, m_rules, options);
     }
 
     /// Starts an episode on a copy of the graph; `seed` reseeds sample_action().
@@ -197,16 +199,22 @@ NO-OP last) and location_mask (N, L), whose valid locations come first in each r
 reset and step release the GIL, so environments in separate threads step in parallel; an
 environment stepped from two threads at once raises rlflow.PreconditionError.)")
         .def(py::init([](const PyGraph& graph, const py::object& rules, const std::string& cost, const std::string& device,
-                         std::size_t max_steps, std::size_t max_locations, double reward_scale, bool one_step_gains) {
+                         const std::string& target, std::size_t max_steps, std::size_t max_locations, double reward_scale,
+                         bool one_step_gains) {
+                 if (!cost.starts_with("table:")) expect_one_of("cost", cost, {"analytic", "cpu", "ort", "cudnn", "table:FILE"});
+                 cli::TargetFlags where;
+                 where.cost = cost;
+                 where.device = device;
+                 where.target = target;
                  rl::EnvOptions o;
                  o.step_limit = max_steps;
                  o.max_locations = max_locations;
                  o.reward_scale = reward_scale;
                  o.one_step_gains = one_step_gains;
-                 return PyEnv(graph, rules, cost, device, o);
+                 return PyEnv(graph, rules, where, o);
              }),
              py::arg("graph"), py::kw_only(), py::arg("rules") = "default", py::arg("cost") = "analytic",
-             py::arg("device") = "cpu", py::arg("max_steps") = d.step_limit, py::arg("max_locations") = d.max_locations,
+             py::arg("device") = "cpu", py::arg("target") = "auto", py::arg("max_steps") = d.step_limit, py::arg("max_locations") = d.max_locations,
              py::arg("reward_scale") = d.reward_scale, py::arg("one_step_gains") = false)
         .def("reset", &PyEnv::reset, py::kw_only(), py::arg("seed") = py::none(), "Starts an episode: (obs, info).")
         .def("step", &PyEnv::step, py::arg("action"), "(obs, reward, terminated, truncated, info).")

@@ -22,12 +22,19 @@ struct OptimizeArguments {
 /// OptimizeOptions from the arguments, each checked as the command line checks its flag.
 inline cli::OptimizeOptions optimize_options(const OptimizeArguments& a, cli::OptimizeOptions o) {
     expect_one_of("search", o.search, {"greedy", "taso", "eqsat", "mf", "mb"});
-    expect_one_of("cost", o.cost, {"auto", "analytic", "cpu", "ort", "cudnn"});
+    std::set<std::string> targets{"auto"};
+    for (const cost::TargetKindName& t : cost::target_kind_names) targets.emplace(t.name);
+    expect_one_of("target", o.where.target, targets);
+    std::set<std::string> costs{"auto", "table:FILE"};
+    for (const auto& [kind, name] : cli::cost_kind_names)
+        if (kind != cli::CostKind::table) costs.emplace(name);
+    if (!o.where.cost.starts_with("table:")) expect_one_of("cost", o.where.cost, costs);
     expect_one_of("guard", o.guard, {"auto", "ort", "none"});
-    expect_one_of("ort_level", o.ort_level, {"disabled", "basic", "extended", "all"});
+    if (!o.where.ort_level.empty()) expect_one_of("ort_level", o.where.ort_level, {"disabled", "basic", "extended", "all"});
+    RLFLOW_EXPECTS(o.where.ort_threads >= 0, precondition_error, "ort_threads must be 0 (the target's) or positive");
     std::set<std::string> devices{"auto"};
     for (const cost::DeviceSpec& d : cost::device_presets) devices.emplace(d.name);
-    expect_one_of("device", o.device, devices);
+    expect_one_of("device", o.where.device, devices);
     RLFLOW_EXPECTS(o.alpha > 0, precondition_error, "alpha must be positive");
     RLFLOW_EXPECTS(o.time_limit >= 0, precondition_error, "time_limit must be 0 (none) or positive seconds");
     RLFLOW_EXPECTS(o.verify_trials > 0, precondition_error, "verify_trials must be positive");
@@ -65,34 +72,39 @@ inline void bind_optimize(py::module_& m) {
     const cli::OptimizeOptions d;
     m.def("optimize",
           [](const py::object& model, const std::string& search, const std::string& cost, std::size_t budget,
-             const std::optional<std::string>& agent, const py::object& rules, const std::string& device,
-             const std::string& guard, double alpha, double time_limit, std::uint64_t seed, int verify_trials,
-             const std::string& ort_level, int ort_threads, std::size_t samples, bool progress) {
+             const std::optional<std::string>& agent, const py::object& rules, const std::string& target,
+             const std::string& device, const std::string& guard, double alpha, double time_limit, std::uint64_t seed,
+             int verify_trials, const std::optional<std::string>& ort_level, int ort_threads, std::size_t samples,
+             bool progress) {
               cli::OptimizeOptions o;
               o.search = search;
-              o.cost = cost;
+              o.where.target = target;
+              o.where.cost = cost;
               o.budget = budget;
-              o.device = device;
+              o.where.device = device;
               o.guard = guard;
               o.alpha = alpha;
               o.time_limit = time_limit;
               o.seed = seed;
               o.verify_trials = verify_trials;
-              o.ort_level = ort_level;
-              o.ort_threads = ort_threads;
+              o.where.ort_level = ort_level.value_or("");
+              o.where.ort_threads = ort_threads;
               o.samples = samples;
               o.progress = progress;
               return optimize({model, rules, agent}, o);
           },
-          py::arg("model"), py::arg("search") = d.search, py::arg("cost") = d.cost, py::arg("budget") = d.budget,
-          py::arg("agent") = py::none(), py::kw_only(), py::arg("rules") = py::none(), py::arg("device") = d.device,
+          py::arg("model"), py::arg("search") = d.search, py::arg("cost") = d.where.cost, py::arg("budget") = d.budget,
+          py::arg("agent") = py::none(), py::kw_only(), py::arg("rules") = py::none(), py::arg("target") = d.where.target,
+          py::arg("device") = d.where.device,
           py::arg("guard") = d.guard, py::arg("alpha") = d.alpha, py::arg("time_limit") = d.time_limit,
-          py::arg("seed") = d.seed, py::arg("verify_trials") = d.verify_trials, py::arg("ort_level") = d.ort_level,
-          py::arg("ort_threads") = d.ort_threads, py::arg("samples") = d.samples, py::arg("progress") = false,
+          py::arg("seed") = d.seed, py::arg("verify_trials") = d.verify_trials, py::arg("ort_level") = py::none(),
+          py::arg("ort_threads") = d.where.ort_threads, py::arg("samples") = d.samples, py::arg("progress") = false,
           R"(Rewrites `model` (a Graph, a path, 'zoo:NAME' or ONNX bytes) into a cheaper equivalent graph.
 
-As `rlflow optimize`: `search` is greedy, taso, eqsat, mf or mb (mf/mb roll out the agent in the
-directory `agent`); `cost` is auto, analytic, cpu, ort or cudnn; `budget` bounds the search (0: by the graph's size). The best
+As `rlflow optimize`: `target` is auto, ort-cpu (ONNX Runtime on this CPU, by default level all with a
+thread per physical core; `ort_level` and `ort_threads` refine it) or cuda; `search` is greedy, taso,
+eqsat, mf or mb (mf/mb roll out the agent in the directory `agent`); `cost` is auto (the target's own
+prices), analytic, cpu, ort or cudnn; `budget` bounds the search (0: by the graph's size). The best
 candidates are timed against the input in ONNX Runtime (`guard`), and the input is returned unchanged
 unless one is faster. The result is checked against the input on random inputs; a mismatch raises
 rlflow.VerificationError. The GIL is released while it works, and Ctrl-C stops the search with the

@@ -32,8 +32,12 @@ def test_bad_arguments_raise_value_errors():
         rlflow.optimize(g, search="bogus")
     with pytest.raises(rlflow.PreconditionError, match="--agent"):
         rlflow.optimize(g, search="mf", guard="none", cost="analytic")
-    with pytest.raises(ValueError, match="cost='cudnn' is not one of"):
-        rlflow.Env(g, cost="cudnn")
+    with pytest.raises(ValueError, match="cost='tpu' is not one of"):
+        rlflow.Env(g, cost="tpu")
+    with pytest.raises(ValueError, match="target='tpu' is not one of"):
+        rlflow.optimize(g, target="tpu")
+    with pytest.raises(rlflow.PreconditionError, match="unknown target 'tpu'"):
+        rlflow.Env(g, target="tpu")
 
 
 def test_a_corrupt_rules_file_raises_a_rule_error(tmp_path):

@@ -130,3 +130,15 @@ def test_ctrl_c_stops_the_search_with_the_best_graph_so_far():
     assert report["stop_reason"] == "interrupted"
     assert report["verified"] and report["cost_after_ms"] <= report["cost_before_ms"]
     assert report["expansions"] < 1_000_000
+
+
+def test_optimize_names_the_target_and_takes_the_clis_target_options():
+    g = rlflow.zoo("squeezenet1_1")
+    _, report = fast_search(g, budget=5, target="ort-cpu", ort_level="basic", ort_threads=1)
+    assert report["target"] == "ort-cpu"
+    assert report["target_description"] == "ort-cpu (ONNX Runtime, level basic, 1 thread)"
+    # The default target is ONNX Runtime as a session runs by default: level all.
+    _, default = fast_search(g, budget=5)
+    assert default["target_description"].startswith("ort-cpu (ONNX Runtime, level all, ")
+    with pytest.raises(ValueError, match="ort_level='fast' is not one of"):
+        fast_search(g, ort_level="fast")

@@ -327,10 +327,15 @@ TEST_CASE("optimize refuses bad cost, guard and ONNX Runtime options with exit c
     const auto out = dir / "out.onnx";
     const std::string base = "optimize zoo:squeezenet1_1 -o " + out.string() + " --budget 2 ";
     for (const char* bad : {"--ort-threads 0", "--ort-level fast", "--guard maybe", "--cost tpu", "--guard-rounds 2",
-                            "--guard-candidates 0", "--guard-levels basic fast"}) {
+                            "--guard-candidates 0", "--guard-levels basic fast", "--target tpu", "--propose analytic:tpu",
+                            "--propose psychic"}) {
         const Result r = run_cli(base + bad);
         CHECK_MESSAGE(r.exit_code == 2, bad, r.output);
     }
+    // An unknown target, preset or price model is named, with the valid ones.
+    CHECK(run_cli(base + "--target tpu").output.find("ort-cpu") != std::string::npos);
+    CHECK(run_cli(base + "--propose analytic:tpu").output.find("v100") != std::string::npos);
+    CHECK(run_cli(base + "--propose psychic").output.find("'psychic'") != std::string::npos);
     // Asked for by name where ONNX Runtime is missing: a message saying how to install it.
     for (const char* needs_ort : {"--cost ort", "--cost analytic --device cpu --guard ort"}) {
         const Result r = run_cli(base + needs_ort, true, "RLFLOW_ORT_DIR=/nonexistent");
@@ -341,41 +346,102 @@ TEST_CASE("optimize refuses bad cost, guard and ONNX Runtime options with exit c
     // Without ONNX Runtime the automatic choices fall back to the analytic CPU preset, unguarded.
     const Result fallback = run_cli(base + "--cost-cache none", true, "RLFLOW_ORT_DIR=/nonexistent");
     CHECK_MESSAGE(fallback.exit_code == 0, fallback.output);
-    CHECK(fallback.output.find("cost backend: analytic:cpu; guard: off") != std::string::npos);
+    CHECK(fallback.output.find("prices: analytic:cpu; guard: off") != std::string::npos);
     std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("optimize with ONNX Runtime names its target, prices ops in ORT and guards what it writes") {
-    if (!ort_installed()) return;
-    const auto dir = std::filesystem::temp_directory_path() / "rlflow_cli_ort_guard";
-    std::filesystem::create_directories(dir);
-    const auto out = dir / "out.onnx";
-    const auto report = dir / "report.json";
-    const Result r = run_cli("optimize zoo:squeezenet1_1 -o " + out.string() + " --budget 20 --guard-rounds 9 --cost-cache "
-                             + (dir / "costs.bin").string() + " --report " + report.string());
+TEST_CASE("optimize --target cuda without a usable GPU says which is missing, exits 2 and writes nothing") {
+    const ScratchDir dir("rlflow_cli_target_cuda");
+    const std::string out = dir.file("out.onnx");
+    const Result r = run_cli("optimize zoo:squeezenet1_1 -o " + out + " --budget 2 --target cuda");
+    if (r.exit_code == 0) {
+        MESSAGE("skipped: this machine has a usable GPU, so --target cuda is not refused");
+        return;
+    }
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("--target cuda") != std::string::npos);
+    // Either this build has no CUDA, or the machine shows no GPU: the line says which.
+    const bool which = r.output.find("built without CUDA") != std::string::npos || r.output.find("no NVIDIA GPU") != std::string::npos
+                       || r.output.find("sees no GPU") != std::string::npos || r.output.find("CUDA plugin") != std::string::npos;
+    CHECK_MESSAGE(which, r.output);
+    CHECK_FALSE(std::filesystem::exists(out));
+}
+
+TEST_CASE("optimize warns, and still runs, when asked for more ONNX Runtime threads than the machine has cores") {
+    const ScratchDir dir("rlflow_cli_target_threads");
+    const std::string out = dir.file("out.onnx");
+    const std::string report = dir.file("r.json");
+    const Result r = run_cli("optimize zoo:squeezenet1_1 -o " + out + " --budget 2 --cost analytic --guard none --ort-threads 4096 --report "
+                             + report);
     REQUIRE_MESSAGE(r.exit_code == 0, r.output);
-    CHECK(r.output.find("target: this machine's CPU") != std::string::npos);
+    CHECK(r.output.find("warning: --ort-threads 4096 is more than this machine's") != std::string::npos);
     std::ifstream in(report);
     const auto j = nlohmann::json::parse(in);
+    CHECK(j["target"] == "ort-cpu");
+    CHECK(j["target_description"] == "ort-cpu (ONNX Runtime, level all, 4096 threads)");
+}
+
+TEST_CASE("optimize targets ONNX Runtime as a session runs by default, times candidates of several price models and writes the fastest") {
+    if (!ort_installed()) return;
+    const ScratchDir dir("rlflow_cli_ort_guard");
+    const std::string out = dir.file("out.onnx");
+    const std::string report = dir.file("report.json");
+    const Result r = run_cli("optimize zoo:squeezenet1_1 -o " + out + " --budget 20 --guard-rounds 9 --cost-cache " + dir.file("costs.bin")
+                             + " --report " + report);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+    CHECK(r.output.find("target: ort-cpu (ONNX Runtime, level all, ") != std::string::npos);
+    // The console names every price model the candidates come from, and the guard's setting.
+    CHECK(r.output.find(", analytic:cpu, analytic:v100; guard: ONNX Runtime, level all") != std::string::npos);
+    std::ifstream in(report);
+    const auto j = nlohmann::json::parse(in);
+    CHECK(j["target"] == "ort-cpu");
     CHECK(j["cost_backend"].get<std::string>().find("ort:") == 0);
-    CHECK(j["ort_level"] == "basic");
-    CHECK(j["ort_threads"] == 1);
-    CHECK(j["ort_before_ms"].get<double>() > 0);
-    CHECK(j["ort_after_ms"].get<double>() > 0);
+    CHECK(j["cost_backend"].get<std::string>().find(":all:t") != std::string::npos);  // priced at the target's level
+    CHECK(j["ort_level"] == "all");
+    CHECK(j["ort_threads"].get<int>() >= 1);
+    CHECK(j["guard"]["levels"] == nlohmann::json({"all"}));  // the target's setting alone, unless --guard-levels
+    // The target's prices proposed, and so did the analytic cpu and v100 presets.
+    REQUIRE(j["proposers"].size() == 3);
+    CHECK(j["proposers"][0]["model"] == j["cost_backend"]);
+    CHECK(j["proposers"][1]["model"] == "analytic:cpu");
+    CHECK(j["proposers"][2]["model"] == "analytic:v100");
+    std::size_t proposed = 0;
+    for (const auto& p : j["proposers"]) proposed += p["candidates"].get<std::size_t>();
+    // Every timed candidate names the models that proposed it; a graph two models proposed
+    // is timed once, and one written as the input is (fusions written back as the ops they
+    // fused) is not timed at all.
+    std::size_t named = 0;
+    for (const auto& c : j["guard"]["candidates"]) {
+        CHECK_FALSE(c["proposed_by"].empty());
+        named += c["proposed_by"].size();
+    }
+    CHECK(named <= proposed);
     const std::string decision = j["guard"]["decision"];
     CHECK((decision == "candidate" || decision == "input"));
-    CHECK(j["guard"]["levels"] == nlohmann::json({"basic", "all"}));
+    CHECK(j["ort_before_ms"].get<double>() > 0);
+    CHECK(j["ort_after_ms"].get<double>() > 0);
     if (decision == "candidate") {
-        // Written only when faster beyond the noise at basic and not slower at all.
+        // Written only when faster beyond the noise at the target's setting.
         CHECK(j["ort_after_ms"].get<double>() < j["ort_before_ms"].get<double>());
         CHECK(j["written"] == "optimised");
         CHECK(j["verified"] == true);
+        CHECK_FALSE(j["proposed_by"].empty());
     } else {
         CHECK(j["written"] == "input");
         CHECK(j["rewrites"].empty());
     }
     CHECK(std::filesystem::exists(out));
-    std::filesystem::remove_all(dir);
+
+    // --guard-levels adds a level the written model must not lose at; --propose none keeps to the target's prices.
+    const Result both = run_cli("optimize zoo:squeezenet1_1 -o " + out + " --budget 20 --guard-rounds 9 --ort-threads 1 --propose none "
+                                "--guard-levels basic --cost-cache " + dir.file("costs.bin") + " --report " + report);
+    REQUIRE_MESSAGE(both.exit_code == 0, both.output);
+    std::ifstream again(report);
+    const auto k = nlohmann::json::parse(again);
+    CHECK(k["ort_threads"] == 1);
+    CHECK(k["proposers"].size() == 1);
+    if (k["guard"]["decision"] != "input" || !k["guard"]["candidates"].empty())
+        CHECK(k["guard"]["levels"] == nlohmann::json({"all", "basic"}));
 }
 
 TEST_CASE("optimize scales its budget with the graph, reports its memory, and stops at --memory-limit") {
@@ -406,4 +472,51 @@ TEST_CASE("optimize scales its budget with the graph, reports its memory, and st
     CHECK(k["stop_reason"] == "memory_limit");
     CHECK(k["verified"] == true);
     CHECK(k["peak_search_bytes"].get<double>() > 1 << 20);
+}
+
+TEST_CASE("costs record writes a price table that optimize and train price from, and counts what it estimated") {
+    const ScratchDir dir("rlflow_cli_price_table");
+    const std::string table = dir.file("table.json");
+    // Recorded from the analytic cpu preset, so the table's prices can be checked against it.
+    const Result recorded = run_cli("costs record zoo:squeezenet1_1 --cost analytic --budget 10 --neighbours 30 --walks 2 -o " + table);
+    REQUIRE_MESSAGE(recorded.exit_code == 0, recorded.output);
+    std::ifstream in(table);
+    const auto t = nlohmann::json::parse(in);
+    CHECK(t["format"] == "rlflow-price-table");
+    CHECK(t["version"] == 1);
+    CHECK(t["backend"] == "analytic:cpu");
+    CHECK(t["precision"] == "fp32");
+    CHECK(t["target"].get<std::string>().find("ort-cpu") == 0);
+    CHECK(t["entries"].size() > 10);
+    // Fitted to the cpu preset's own prices from the cpu preset: the fit is exact.
+    CHECK(t["fit"]["rms_log_error"].get<double>() < 1e-3);
+
+    // Priced from the table, the model costs what the preset says: every signature is recorded.
+    const std::string out = dir.file("out.onnx"), from_table = dir.file("t.json"), from_preset = dir.file("p.json");
+    REQUIRE(run_cli("optimize zoo:squeezenet1_1 --budget 10 --guard none --cost table:" + table + " -o " + out + " --report " + from_table)
+                .exit_code == 0);
+    REQUIRE(run_cli("optimize zoo:squeezenet1_1 --budget 10 --guard none --cost analytic -o " + out + " --report " + from_preset)
+                .exit_code == 0);
+    std::ifstream a(from_table), b(from_preset);
+    const auto ta = nlohmann::json::parse(a), pb = nlohmann::json::parse(b);
+    CHECK(ta["cost_before_ms"].get<double>() == doctest::Approx(pb["cost_before_ms"].get<double>()).epsilon(1e-9));
+    CHECK(ta["cost_backend"].get<std::string>() == "table:table:analytic:cpu");
+    CHECK(ta["table"]["measured_signatures"].get<int>() > 0);
+    CHECK(ta["table"].contains("estimated_signatures"));
+
+    // An agent trains on the table's prices, and records what they stand for.
+    const std::string agent = dir.file("agent");
+    const Result trained = run_cli("train --graph zoo:squeezenet1_1 --cost table:" + table + " --rollout-steps 16 --updates 1 --checkpoint " + agent);
+    REQUIRE_MESSAGE(trained.exit_code == 0, trained.output);
+    std::ifstream state(agent + "/agent.json");
+    CHECK(nlohmann::json::parse(state)["cost_backend"] == "table:table:analytic:cpu");
+
+    // A damaged table, or a missing one, is refused naming the file, exit 2.
+    std::ofstream(dir.file("bad.json")) << "{\"format\": \"rlflow-price-table\", \"version\": 99}";
+    const Result bad = run_cli("optimize zoo:squeezenet1_1 --guard none --cost table:" + dir.file("bad.json") + " -o " + dir.file("x.onnx"));
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.output.find(dir.file("bad.json")) != std::string::npos);
+    CHECK(bad.output.find("version 99") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir.file("x.onnx")));
+    CHECK(run_cli("optimize zoo:squeezenet1_1 --guard none --cost table:" + dir.file("none.json") + " -o " + dir.file("x.onnx")).exit_code == 2);
 }

@@ -135,7 +135,7 @@ TEST_CASE("eval --ort times each result at every level, and a resumed eval times
     const ScratchDir dir("rlflow-cli-eval-ort");
     const std::string out = dir.file("eval");
     const std::string args = "eval --graphs " + small_export + " --methods greedy --cost analytic --device v100 --budget 50 --ort --ort-runs 3 "
-                             "--out " + out + " --ort-level ";
+                             "--ort-threads 1 --out " + out + " --ort-level ";
     const Result first = run_cli(args + "basic,all");
     REQUIRE_MESSAGE(first.exit_code == 0, first.output);
     const std::filesystem::path record = std::filesystem::path(out) / "cells/conv_sin_branches/greedy_s1.cell.json";

@@ -157,6 +157,38 @@ TEST_CASE("train writes an agent and a log line per update, and a resumed run eq
     CHECK(std::filesystem::exists(out));
 }
 
+TEST_CASE("an agent trained under a GPU preset's prices records that target, and using it for the CPU warns and says so in the report") {
+    const ScratchDir dir("rlflow-cli-train-target");
+    const std::string agent = dir.file("h100");
+    const Result trained = run_cli("train --agent mf --graph zoo:squeezenet1_1 --cost analytic --device h100 --rollout-steps 16 "
+                                   "--updates 1 --checkpoint " + agent);
+    REQUIRE_MESSAGE(trained.exit_code == 0, trained.output);
+    CHECK(trained.output.find("for cuda (priced by the analytic h100 preset, not measured)") != std::string::npos);
+    const nlohmann::json state = nlohmann::json::parse(read_file(agent + "/agent.json"));
+    CHECK(state["target"] == "cuda (priced by the analytic h100 preset, not measured)");
+    CHECK(state["cost_backend"] == "analytic:h100");
+
+    // Used with the same prices: no warning, and the report names the target both ways.
+    const std::string out = dir.file("sq.onnx"), report = dir.file("sq.json");
+    const Result same = run_cli("optimize zoo:squeezenet1_1 --search mf --agent " + agent + " --device h100 --guard none -o " + out
+                                + " --report " + report);
+    REQUIRE_MESSAGE(same.exit_code == 0, same.output);
+    CHECK(same.output.find("was trained for") == std::string::npos);
+    const nlohmann::json r = nlohmann::json::parse(read_file(report));
+    CHECK(r["agent_target"] == state["target"]);
+    CHECK(r["prices_for"] == state["target"]);
+    CHECK(r["agent_target_matches"] == true);
+
+    // Used for the CPU's prices: a warning, recorded in the report.
+    const Result other = run_cli("optimize zoo:squeezenet1_1 --search mf --agent " + agent + " --cost analytic --guard none -o " + out
+                                 + " --report " + report);
+    REQUIRE_MESSAGE(other.exit_code == 0, other.output);
+    CHECK(other.output.find("warning: the agent in " + agent + " was trained for cuda") != std::string::npos);
+    const nlohmann::json k = nlohmann::json::parse(read_file(report));
+    CHECK(k["agent_target_matches"] == false);
+    CHECK(k["prices_for"].get<std::string>().find("ort-cpu") == 0);
+}
+
 TEST_CASE("a missing, damaged, torn or foreign agent is refused with exit code 2 naming what is wrong") {
     const ScratchDir dir("rlflow-cli-train-bad");
     const std::string agent = dir.file("agent");

@@ -25,6 +25,22 @@ std::vector<double> runs(double ms, std::size_t n = 21, std::size_t phase = 0) {
     return r;
 }
 
+/// The graph greedy reaches on `input` in three rewrites of the built-in rules.
+search::SearchResult three_greedy_rewrites(const Graph& input) {
+    cost::CostModel<cost::AnalyticBackend> model(cost::AnalyticBackend::preset("cpu"));
+    search::SearchOptions options;
+    options.budget = 3;
+    const auto rules = std::make_shared<const rewrite::RuleSet>(rewrite::builtin_rules());
+    return search::greedy(input, rules, model, options);
+}
+
+/// The guard deciding from one comparison alone, by the sign test.
+search::GuardOptions one_stage() {
+    search::GuardOptions o;
+    o.confirm = false;
+    return o;
+}
+
 struct Scratch {
     std::filesystem::path path = std::filesystem::temp_directory_path() / ("rlflow-guard-test-" + std::to_string(::getpid()));
     Scratch() { std::filesystem::create_directories(path); }
@@ -43,7 +59,7 @@ TEST_CASE("the sign test's p-values are binomial tail sums") {
 
 TEST_CASE("the guard keeps the input when the candidate is slower") {
     const std::vector<search::LevelTimings> t{{"basic", {runs(10.0), runs(10.8, 21, 3)}}};
-    const search::GuardDecision d = search::decide(t, 1);
+    const search::GuardDecision d = search::decide(t, 1, one_stage());
     CHECK_FALSE(d.chosen.has_value());
     REQUIRE(d.verdicts.size() == 1);
     CHECK(d.verdicts[0].slower);
@@ -54,7 +70,7 @@ TEST_CASE("the guard keeps the input when the candidate is slower") {
 TEST_CASE("the guard keeps the input when the candidate is within the noise") {
     // Equal medians, the candidate winning about half of the rounds.
     const std::vector<search::LevelTimings> t{{"basic", {runs(10.0, 21, 0), runs(10.0, 21, 1)}}};
-    const search::GuardDecision d = search::decide(t, 1);
+    const search::GuardDecision d = search::decide(t, 1, one_stage());
     CHECK_FALSE(d.chosen.has_value());
     CHECK_FALSE(d.verdicts[0].faster);
     CHECK_FALSE(d.verdicts[0].slower);
@@ -66,9 +82,14 @@ TEST_CASE("the guard picks the fastest candidate that is faster at the first lev
     const std::vector<search::LevelTimings> t{
         {"basic", {runs(10.0), runs(9.0, 21, 2), runs(9.5, 21, 4), runs(11.0, 21, 6)}},
         {"all", {runs(8.0), runs(8.64, 21, 2), runs(8.0, 21, 5), runs(8.0, 21, 6)}}};
-    const search::GuardDecision d = search::decide(t, 3);
+    const search::GuardDecision d = search::decide(t, 3, one_stage());
     REQUIRE(d.chosen.has_value());
     CHECK(*d.chosen == 1);
+    // Screening for a second comparison picks the same one.
+    const search::GuardDecision screened = search::decide(t, 3);
+    REQUIRE(screened.chosen.has_value());
+    CHECK(*screened.chosen == 1);
+    CHECK(screened.reason.find("candidate 2 is the fastest at level basic") != std::string::npos);
     CHECK(d.verdicts.size() == 6);
     CHECK(d.verdicts[0].faster);
     CHECK(d.verdicts[1].slower);
@@ -82,7 +103,7 @@ TEST_CASE("the guard keeps the input when a candidate loses at another level, ev
     for (std::size_t k = 0; k < input_all.size(); ++k) candidate_all.push_back(input_all[k] * (k % 3 == 0 ? 0.99 : 1.02));
     const std::vector<search::LevelTimings> t{{"basic", {runs(10.0), runs(9.0, 21, 2)}},
                                               {"all", {input_all, candidate_all}}};
-    const search::GuardDecision d = search::decide(t, 1);
+    const search::GuardDecision d = search::decide(t, 1, one_stage());
     REQUIRE(d.verdicts.size() == 2);
     CHECK(d.verdicts[0].faster);
     CHECK_FALSE(d.verdicts[1].slower);  // the sign test alone would let it through
@@ -92,11 +113,7 @@ TEST_CASE("the guard keeps the input when a candidate loses at another level, ev
 
 TEST_CASE("run_guard writes the input and candidates as ONNX and times them through the timer it is given") {
     const Graph input = models::build_zoo_model("squeezenet1_1");
-    cost::CostModel<cost::AnalyticBackend> model(cost::AnalyticBackend::preset("cpu"));
-    search::SearchOptions options;
-    options.budget = 3;
-    const auto rules = std::make_shared<const rewrite::RuleSet>(rewrite::builtin_rules());
-    const search::SearchResult r = search::greedy(input, rules, model, options);
+    const search::SearchResult r = three_greedy_rewrites(input);
     REQUIRE(r.expansions > 0);
     const Scratch scratch;
     std::size_t calls = 0;
@@ -153,4 +170,58 @@ TEST_CASE("run_guard writes candidates as they will be written for the user") {
         (void)search::run_guard(input, {&fused}, {"basic"}, scratch.path, timer, options);
         CHECK(calls == 1);
     }
+}
+
+TEST_CASE("deciding from one comparison, each of several candidates must pass the sign test at the significance divided among them") {
+    // 16 of 21 rounds faster (p = 0.0133): enough for one candidate at 0.05, not for one of
+    // five (0.01 each), where a candidate no faster than the input would pass by luck too often.
+    std::vector<double> input = runs(10.0), lucky;
+    for (std::size_t k = 0; k < input.size(); ++k) lucky.push_back(input[k] * (k < 16 ? 0.97 : 1.01));
+    const search::GuardDecision one = search::decide({{"all", {input, lucky}}}, 1, one_stage());
+    REQUIRE(one.chosen.has_value());
+    CHECK(one.verdicts[0].p_faster == doctest::Approx(search::detail::sign_test_p(16, 21)));
+    std::vector<std::vector<double>> five{input, lucky};
+    for (int c = 0; c < 4; ++c) five.push_back(runs(10.0, 21, static_cast<std::size_t>(c + 1)));
+    const search::GuardDecision many = search::decide({{"all", five}}, 5, one_stage());
+    CHECK_FALSE(many.chosen.has_value());
+    CHECK_FALSE(many.verdicts[0].faster);
+    // Screened for a second comparison instead, the lucky one is chosen: the second
+    // comparison, on a sample of its own, decides.
+    const search::GuardDecision screened = search::decide({{"all", five}}, 5);
+    REQUIRE(screened.chosen.has_value());
+    CHECK(*screened.chosen == 0);
+}
+
+TEST_CASE("run_guard times the chosen candidate again and keeps the input when the second comparison does not confirm it") {
+    const Graph input = models::build_zoo_model("squeezenet1_1");
+    const search::SearchResult r = three_greedy_rewrites(input);
+    const Scratch scratch;
+    std::size_t calls = 0;
+    // Faster in the first comparison, equal in the second.
+    const auto fading = [&](const std::vector<std::filesystem::path>& files, const std::string&) {
+        ++calls;
+        CHECK(files.size() == 2);
+        return std::vector<std::vector<double>>{runs(5.0), calls == 1 ? runs(4.0, 21, 1) : runs(5.0, 21, 1)};
+    };
+    const search::GuardDecision d = search::run_guard(input, {&r.graph}, {"all"}, scratch.path, fading);
+    CHECK(calls == 2);
+    CHECK_FALSE(d.chosen.has_value());
+    REQUIRE(d.confirmation.has_value());
+    CHECK_FALSE(d.confirmation->faster);
+    CHECK(d.reason.find("but not when timed again") != std::string::npos);
+    CHECK(std::filesystem::is_empty(scratch.path));
+
+    // Confirmed: written, and the reason gives both comparisons.
+    calls = 0;
+    const auto steady = [&](const std::vector<std::filesystem::path>&, const std::string&) {
+        ++calls;
+        return std::vector<std::vector<double>>{runs(5.0), runs(4.0, 21, 1)};
+    };
+    const search::GuardDecision kept = search::run_guard(input, {&r.graph}, {"all"}, scratch.path, steady);
+    CHECK(calls == 2);
+    REQUIRE(kept.chosen.has_value());
+    REQUIRE(kept.confirmation.has_value());
+    CHECK(kept.confirmation->faster);
+    CHECK(kept.confirmation->median_ratio == doctest::Approx(0.8).epsilon(0.03));
+    CHECK(kept.reason.find("timed again") != std::string::npos);
 }

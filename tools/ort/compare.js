@@ -3,7 +3,7 @@
 // one JSON line comparing their outputs and latency. rlflow's independent oracle.
 //
 //   node compare.js A.onnx B.onnx [--seed S] [--runs N] [--level disabled|basic|extended|all]
-//                   [--shape NAME=D0,D1,...]... [--data-input NAME] [--threads N] [--rtol X]
+//                   [--shape NAME=D0,D1,...]... [--data-input NAME] [--threads N] [--rtol X] [--spinning]
 //   node compare.js A.onnx --level basic --write-optimized PATH   (B optional here)
 //   node compare.js A.onnx [B.onnx] --dump-dir DIR                 (B optional here)
 //   node compare.js A.onnx [--runs N] [--warmup W] [--threads N]    (time A alone)
@@ -43,6 +43,13 @@
 // runs_ms_a. With --threads 1 and the default --level disabled it is single-threaded
 // and unrewritten, the latency a per-op cost model is compared with.
 //
+// --threads N sets the intra-op threads (default 0: ORT's own choice, one per physical
+// core, as an InferenceSession with default options runs). Intra-op spinning is off in
+// both sessions unless --spinning is given: with it on, the idle threads of one session
+// spin while the other runs, and at more than one thread the two steal each other's cores
+// (a model timed against itself read several percent apart). median_ratio is the median
+// over rounds of B's time over A's; the rounds alternate which model runs first.
+//
 // Exit status: 0 done; 1 --rtol given and exceeded (or a NaN/Inf mismatch); 2 bad
 // usage, unreadable model, inputs or outputs of A and B that differ, or a run failure.
 'use strict';
@@ -53,7 +60,7 @@ const inputs = require('./inputs');
 
 const USAGE = 'usage: node compare.js A.onnx [B.onnx] [--seed S] [--runs N] ' +
   '[--level disabled|basic|extended|all] [--shape NAME=D0,D1,...] [--data-input NAME] ' +
-  '[--threads N] [--warmup W] [--int-max K] [--rtol X] [--write-optimized PATH] [--dump-dir DIR]';
+  '[--threads N] [--spinning] [--warmup W] [--int-max K] [--rtol X] [--write-optimized PATH] [--dump-dir DIR]';
 
 function fail(msg, code = 2) {
   process.stderr.write(`compare.js: ${msg}\n`);
@@ -63,7 +70,7 @@ function fail(msg, code = 2) {
 function parseArgs(argv) {
   const o = {
     files: [], seed: 0, runs: 10, level: 'disabled', shapes: {}, dataInput: 'input',
-    threads: 0, warmup: 1, intMax: 1, rtol: null, writeOptimized: null, dumpDir: null,
+    threads: 0, warmup: 1, intMax: 1, rtol: null, writeOptimized: null, dumpDir: null, spinning: false,
   };
   const num = (flag, v, int) => {
     if (v === undefined) fail(`${flag} needs a value\n${USAGE}`);
@@ -81,6 +88,7 @@ function parseArgs(argv) {
       case '--threads': o.threads = num(a, next(), true); if (o.threads < 0) fail('--threads must be >= 0'); break;
       case '--int-max': o.intMax = num(a, next(), true); if (o.intMax < 0) fail('--int-max must be >= 0'); break;
       case '--rtol': o.rtol = num(a, next(), false); break;
+      case '--spinning': o.spinning = true; break;
       case '--level': {
         o.level = next();
         if (!['disabled', 'basic', 'extended', 'all'].includes(o.level)) {
@@ -228,8 +236,7 @@ const round = (x, digits = 4) => Number(x.toFixed(digits));
 const jnum = (x) => (Number.isFinite(x) ? x : String(x));
 
 async function load(ort, file, opts, optimizedPath) {
-  const so = { executionProviders: ['cpu'], graphOptimizationLevel: opts.level };
-  if (opts.threads > 0) { so.intraOpNumThreads = opts.threads; so.interOpNumThreads = 1; }
+  const so = inputs.sessionOptions(opts.level, opts.threads, opts.spinning);
   if (optimizedPath) so.optimizedModelFilePath = optimizedPath;
   try {
     return await ort.InferenceSession.create(file, so);
@@ -323,13 +330,23 @@ async function main() {
   const metas = sa.inputMetadata;
   const feeds = makeFeeds(metas);
 
-  // Warm-up run gives the outputs; then timed runs, alternating A and B.
+  // Warm-up runs (the first gives the outputs); then timed rounds, A and B once each,
+  // the order swapped every round so that neither always runs first.
   const [outA] = await timedRun(sa, feeds, fileA);
   const [outB] = await timedRun(sb, feeds, fileB);
+  for (let w = 1; w < opts.warmup; w++) {
+    await timedRun(sa, feeds, fileA);
+    await timedRun(sb, feeds, fileB);
+  }
   const msA = [], msB = [];
   for (let r = 0; r < opts.runs; r++) {
-    msA.push((await timedRun(sa, feeds, fileA))[1]);
-    msB.push((await timedRun(sb, feeds, fileB))[1]);
+    if (r % 2 === 0) {
+      msA.push((await timedRun(sa, feeds, fileA))[1]);
+      msB.push((await timedRun(sb, feeds, fileB))[1]);
+    } else {
+      msB.push((await timedRun(sb, feeds, fileB))[1]);
+      msA.push((await timedRun(sa, feeds, fileA))[1]);
+    }
   }
 
   let maxAbs = 0, maxRel = 0, worst = null, nonA = 0, nonB = 0, mismatch = 0, maxOut = 0;
@@ -348,7 +365,11 @@ async function main() {
     outputs: sa.outputNames.length,
     median_ms_a: round(median(msA)),
     median_ms_b: round(median(msB)),
+    // Median over rounds of B / A: the ratio of two models timed side by side.
+    median_ratio: round(median(msB.map((b, r) => b / msA[r])), 5),
     runs: opts.runs,
+    threads: opts.threads,
+    spinning: opts.spinning,
     worst_output: worst,
     max_abs_output_a: maxOut,
     inputs: metas.length,

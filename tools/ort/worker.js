@@ -29,7 +29,7 @@
 //   {"id":N,"cmd":"quit"}  ->  {"id":N,"ok":true}, then exit 0 (queued lines are dropped)
 //   {"id":N,"cmd":"time","models":["/abs/a.onnx",...],"level":"disabled|basic|extended|all",
 //    "threads":T,"warmup":W,"runs":R,"interleave":B,"seed":S,
-//    "data_input":"input","min_run_ms":0,"profile":false}
+//    "data_input":"input","min_run_ms":0,"profile":false,"spinning":false}
 //     models      non-empty array of paths (relative ones resolve against the worker's
 //                 working directory)
 //     level       ORT graphOptimizationLevel
@@ -54,6 +54,9 @@
 //                 the cost of calling ORT and copying inputs and outputs across), and
 //                 "kernel_op_ms", the same by op type. min_run_ms is ignored (one run a
 //                 sample, so runs and trace agree)
+//     spinning    optional, default false: intra-op threads spin while idle (ORT's own
+//                 default). Off, sessions timed turn by turn do not steal each other's
+//                 cores; at threads 1 there is no pool and it changes nothing
 //     min_run_ms  optional number >= 0, default 0: when > 0, one sample repeats
 //                 session.run until it has lasted at least this long (at most
 //                 MAX_REPEATS_PER_SAMPLE runs) and records the mean per run, for ops
@@ -164,7 +167,7 @@ const ALLOWED_FIELDS = {
   ping: ['id', 'cmd'],
   quit: ['id', 'cmd'],
   time: ['id', 'cmd', 'models', 'level', 'threads', 'warmup', 'runs', 'interleave', 'seed',
-    'data_input', 'min_run_ms', 'profile'],
+    'data_input', 'min_run_ms', 'profile', 'spinning'],
 };
 
 function integerField(request, name, min) {
@@ -196,8 +199,10 @@ function parseTimeRequest(request) {
   const profile = request.profile === undefined ? false : request.profile;
   if (typeof profile !== 'boolean') throw new RequestError(`"profile" must be true or false, not ${JSON.stringify(profile)}`);
   if (profile && interleave) throw new RequestError('"profile" needs "interleave": false (one session profiled at a time)');
+  const spinning = request.spinning === undefined ? false : request.spinning;
+  if (typeof spinning !== 'boolean') throw new RequestError(`"spinning" must be true or false, not ${JSON.stringify(spinning)}`);
   return {
-    models, level, interleave, dataInput, minRunMs, profile,
+    models, level, interleave, dataInput, minRunMs, profile, spinning,
     threads: integerField(request, 'threads', 1),
     warmup: integerField(request, 'warmup', 0),
     runs: integerField(request, 'runs', 1),
@@ -277,13 +282,7 @@ class ModelTimer {
 
   load(ort, options) {
     return this.stage(async () => {
-      const sessionOptions = {
-        executionProviders: ['cpu'],
-        graphOptimizationLevel: options.level,
-        intraOpNumThreads: options.threads,
-        interOpNumThreads: 1,
-        executionMode: 'sequential',
-      };
+      const sessionOptions = inputs.sessionOptions(options.level, options.threads, options.spinning);
       if (options.profile) {
         this.profilePrefix = `${this.file}.profile`;
         Object.assign(sessionOptions, { enableProfiling: true, profileFilePrefix: this.profilePrefix });

@@ -52,9 +52,12 @@ struct EvalOptions {
     std::size_t seeds = 1;
     std::string out;
     bool ort = false;
-    /// ORT levels to time each result at; the first also prices --cost ort.
-    std::vector<std::string> ort_levels{"basic"};
-    int ort_threads = 1;
+    /// ORT levels to time each result at; the first also prices --cost ort. By default the
+    /// ort-cpu target's: level all, a thread per physical core.
+    std::vector<std::string> ort_levels{"all"};
+    int ort_threads = cost::physical_cores();
+    /// The target of every cell (as optimize --target).
+    std::string target = "auto";
     int ort_runs = 21;
     int ort_warmup = 3;
     double time_limit = 0;
@@ -156,7 +159,8 @@ inline std::vector<EvalCell> eval_cells(const EvalOptions& o, const std::vector<
 /// The child command line of a cell.
 inline std::vector<std::string> cell_command(const EvalOptions& o, const EvalCell& c) {
     std::vector<std::string> args{self_executable().string(), "optimize", c.input.string(), "-o", c.output().string(), "--search", c.method,
-                                  "--seed", std::to_string(c.seed), "--report", c.report().string(), "--guard", "none", "--cost", o.cost,
+                                  "--seed", std::to_string(c.seed), "--report", c.report().string(), "--guard", "none", "--target",
+                                  o.target, "--cost", o.cost,
                                   "--device", o.device, "--budget", std::to_string(o.budget), "--rules", o.rules, "--ort-level",
                                   o.ort_levels.front(), "--ort-threads", std::to_string(o.ort_threads)};
     if (o.time_limit > 0) args.insert(args.end(), {"--time-limit", std::to_string(o.time_limit)});
@@ -369,13 +373,18 @@ inline void add_eval_command(CLI::App& app) {
     cmd->add_option("--ort-threads", o->ort_threads, "ONNX Runtime threads")->check(CLI::PositiveNumber)->capture_default_str();
     cmd->add_option("--ort-runs", o->ort_runs, "--ort: interleaved timed runs of each pair")->check(CLI::Range(3, 1000))->capture_default_str();
     cmd->add_option("--time-limit", o->time_limit, "seconds per cell's search (0: none)")->check(CLI::Range(0.0, 1e9))->capture_default_str();
-    cmd->add_option("--cost", o->cost, "the cost backend of every cell (as optimize --cost)")
-        ->check(CLI::IsMember({"auto", "analytic", "cpu", "ort", "cudnn"}))->capture_default_str();
+    cmd->add_option("--target", o->target, "the target of every cell (as optimize --target)")
+        ->check(CLI::IsMember({"auto", "ort-cpu", "cuda"}))->capture_default_str();
+    cmd->add_option("--cost", o->cost, "the cost backend of every cell (as optimize --cost: auto, analytic, cpu, ort, cudnn or table:FILE)")
+        ->capture_default_str();
     cmd->add_option("--device", o->device, "analytic preset (as optimize --device)")->capture_default_str();
     cmd->add_option("--budget", o->budget, "as optimize --budget")->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000'000}))->capture_default_str();
     cmd->add_option("--rules", o->rules, "as optimize --rules")->capture_default_str();
     cmd->add_option("--cost-cache", o->cost_cache, "as optimize --cost-cache");
-    cmd->callback([o] { dispatch_eval(*o); });
+    cmd->callback([o] {
+        if (o->cost != "auto" && o->cost != "analytic") (void)parse_cost_choice(o->cost);  // refused before any cell runs
+        dispatch_eval(*o);
+    });
 }
 
 }  // namespace rlflow::cli

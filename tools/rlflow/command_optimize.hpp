@@ -1,11 +1,12 @@
 #pragma once
-// `rlflow optimize <MODEL> -o <out.onnx> [--search greedy|taso] [--cost auto|analytic|cpu|ort|cudnn]
-//  [--device PRESET] [--guard auto|ort|none] [--ort-level L] [--budget N] [--alpha A] [--rules FILE]
-//  [--time-limit S] [--report r.json]`: searches for a cheaper equivalent graph for the target
-// (this machine's CPU, or a GPU), times the best few in ONNX Runtime against the input (the
-// guard), checks the chosen one against the original on random inputs, and only then writes
-// it (atomically) with a report. A model never runs slower than its input: when no
-// candidate is faster beyond the noise, the input is written unchanged.
+// `rlflow optimize <MODEL> -o <out.onnx> [--target auto|ort-cpu|cuda] [--search greedy|taso|eqsat|mf|mb]
+//  [--cost auto|analytic|cpu|ort|cudnn] [--device PRESET] [--guard auto|ort|none] [--ort-level L]
+//  [--ort-threads T] [--propose MODELS] [--budget N] [--alpha A] [--rules FILE] [--time-limit S]
+//  [--report r.json]`: searches for a cheaper equivalent graph under the target's prices and
+// under other price models, times the cheapest few of each in the target runtime against the
+// input (the guard), checks the fastest measured one against the original on random inputs,
+// and only then writes it (atomically) with a report. A model never runs slower than its
+// input: when no candidate is faster beyond the noise, the input is written unchanged.
 
 #include "command_info.hpp"
 #include "model_source.hpp"
@@ -48,8 +49,12 @@ struct OptimizeOptions {
     std::string output;
     ModelOptions load;
     std::string search = "taso";
-    std::string cost = "auto";
-    std::string device = "auto";
+    /// Where the model will run and how ops are priced there.
+    TargetFlags where;
+    /// Price models whose cheapest graphs the guard also times: "auto" (for an ort-cpu
+    /// target, the analytic cpu and v100 presets), "none", or names as --cost takes them
+    /// with analytic:PRESET for a preset.
+    std::vector<std::string> propose{"auto"};
     /// 0: search::default_budget of the graph's size.
     std::size_t budget = 0;
     double alpha = 1.05;
@@ -66,8 +71,8 @@ struct OptimizeOptions {
     onnx_io::ExportOptions save;
     std::uint64_t seed = 0;
     std::string guard = "auto";
-    std::string ort_level = "basic";
-    int ort_threads = 1;
+    /// Levels the guard also times at, where the candidate must not lose; empty: the
+    /// target's level alone.
     std::vector<std::string> guard_levels;
     std::size_t guard_candidates = 3;
     int guard_rounds = 21;
@@ -82,6 +87,9 @@ struct OptimizeOptions {
     std::string ilp_cycles = "filter";
     /// Progress bar and the target line (off: silent, as the Python module runs by default).
     bool progress = true;
+    /// Set when the target is resolved: what the prices stand for (cli::priced_target), to
+    /// compare with what an agent was trained for.
+    std::string priced_for;
 };
 
 /// The network backend agents train and run with.
@@ -109,12 +117,22 @@ inline rl::AgentSearchOptions agent_rollouts(const OptimizeOptions& o, const rl:
     return agent;
 }
 
-/// The agent directory of --agent, after a note when it learned from other costs.
-inline std::filesystem::path agent_dir(const OptimizeOptions& o, const std::string& learned_from, const std::string& pricing) {
+/// The target the agent of --agent was trained for ("" for an agent saved before targets).
+inline std::string agent_target(const OptimizeOptions& o) {
+    return o.search == "mb" ? rl::read_mb_agent_state(o.agent).target : rl::read_agent_state(o.agent).target;
+}
+
+/// The agent directory of --agent, after a note when it learned from other costs and a
+/// warning when it was trained for another target.
+inline std::filesystem::path agent_dir(const OptimizeOptions& o, const std::string& learned_from, const std::string& pricing,
+                                       const std::string& trained_for) {
     const std::filesystem::path dir(o.agent);
     if (learned_from != pricing)
         std::fprintf(stderr, "note: the agent in %s learned from %s costs; this search prices with %s\n", dir.c_str(),
                      learned_from.c_str(), pricing.c_str());
+    if (!trained_for.empty() && trained_for != o.priced_for)
+        std::fprintf(stderr, "warning: the agent in %s was trained for %s; this run optimises for %s\n", dir.c_str(),
+                     trained_for.c_str(), o.priced_for.c_str());
     return dir;
 }
 
@@ -126,7 +144,7 @@ search::SearchResult agent_search(const OptimizeOptions& o, const Graph& g, cons
         throw precondition_error("--search " + o.search + " needs --agent DIR (a directory `rlflow train --agent " + o.search + "` wrote)");
     if (o.search == "mb") {
         const rl::MbAgentState state = rl::read_mb_agent_state(o.agent);
-        const std::filesystem::path dir = agent_dir(o, state.cost_backend, model.name());
+        const std::filesystem::path dir = agent_dir(o, state.cost_backend, model.name(), state.target);
         rl::AgentState names;
         names.rules = state.rules;
         const auto rules = std::make_shared<const rewrite::RuleSet>(rl::agent_rules(names, library, dir));
@@ -135,7 +153,7 @@ search::SearchResult agent_search(const OptimizeOptions& o, const Graph& g, cons
         return rl::agent_search(g, rules, model, agent, agent_rollouts(o, state.env, options));
     }
     const rl::AgentState state = rl::read_agent_state(o.agent);
-    const std::filesystem::path dir = agent_dir(o, state.cost_backend, model.name());
+    const std::filesystem::path dir = agent_dir(o, state.cost_backend, model.name(), state.target);
     const auto rules = std::make_shared<const rewrite::RuleSet>(rl::agent_rules(state, library, dir));
     rl::ActorCritic<AgentBackend> policy(static_cast<std::uint32_t>(rules->size()),
                                          static_cast<std::uint32_t>(state.env.max_locations), state.policy);
@@ -163,7 +181,7 @@ search::SearchResult eqsat_search(const OptimizeOptions& o, const Graph& g, std:
 template <cost::CostBackend Backend>
 search::SearchResult run_search(const OptimizeOptions& o, const Graph& g, std::shared_ptr<const rewrite::RuleSet> rules,
                                 cost::CostModel<Backend>& model, std::size_t keep_best,
-                                std::optional<search::EqsatStats>& eqsat_stats) {
+                                std::optional<search::EqsatStats>& eqsat_stats, const std::string& label = "") {
     search::SearchOptions options;
     options.budget = o.budget > 0 ? o.budget : search::default_budget(g.num_nodes());
     options.alpha = o.alpha;
@@ -175,7 +193,7 @@ search::SearchResult run_search(const OptimizeOptions& o, const Graph& g, std::s
     const bool saturating = o.search == "eqsat";
     std::optional<ProgressBar> bar;
     if (o.progress) {
-        bar.emplace(saturating ? "saturation" : "search", saturating ? o.eqsat.iteration_limit : options.budget);
+        bar.emplace((saturating ? "saturation" : "search") + label, saturating ? o.eqsat.iteration_limit : options.budget);
         options.on_progress = [&](const search::SearchProgress& p) {
             bar->update(p.expansions, saturating ? "iteration " + std::to_string(p.expansions)
                                                  : "best " + format_ms(p.best_cost_ms) + " (" + format_ratio(p.initial_cost_ms / p.best_cost_ms) + ")");
@@ -227,6 +245,8 @@ struct Outcome {
     std::map<std::string, std::size_t> rewrites;
     std::vector<std::string> sequence;
     bool is_input = false;
+    /// The price models under which this graph was among the cheapest.
+    std::vector<std::string> proposed_by;
 };
 
 /// The search's best graph and runners-up as they would be written: dead nodes removed,
@@ -234,15 +254,15 @@ struct Outcome {
 /// model prices below the input: one that costs the same (rewrites that cancel, or forms
 /// ORT runs alike) is no gain, and timing it against the input would only give the noise
 /// a chance to win.
-inline std::vector<Outcome> candidate_outcomes(search::SearchResult& r) {
+inline std::vector<Outcome> candidate_outcomes(search::SearchResult& r, const std::string& proposer) {
     constexpr double rounding = 1e-9;  // relative: sums of the same prices in another order
     const double below = r.initial_cost_ms * (1 - rounding);
     std::vector<Outcome> out;
     if (r.rewrites.empty()) return out;
-    if (r.best_cost_ms < below) out.push_back({std::move(r.graph), r.best_cost_ms, r.rewrites, r.sequence, false});
+    if (r.best_cost_ms < below) out.push_back({std::move(r.graph), r.best_cost_ms, r.rewrites, r.sequence, false, {proposer}});
     for (auto& runner : r.runners_up)
         if (runner.cost_ms < below)
-            out.push_back({std::move(runner.graph), runner.cost_ms, runner.rewrites, runner.sequence, false});
+            out.push_back({std::move(runner.graph), runner.cost_ms, runner.rewrites, runner.sequence, false, {proposer}});
     for (Outcome& c : out) {
         c.graph.remove_dead_nodes();
         (void)exec::fold_weight_only(c.graph);
@@ -266,17 +286,21 @@ inline std::map<std::string, std::size_t> net_rewrites(std::map<std::string, std
     return counts;
 }
 
-/// The statistics `rlflow info` gives for `g` once written as ONNX with the options of
-/// `o`: exported, imported back as info imports it, then counted.
-inline GraphStatistics written_statistics(const Graph& g, const OptimizeOptions& o) {
+/// `g` as it is once written as ONNX with the options of `o` and read back as the input
+/// was read.
+inline Graph written_back(const Graph& g, const OptimizeOptions& o) {
     onnx_io::ExportOptions options = o.save;
-    options.check = false;  // the file written is checked; this copy is only counted
+    options.check = false;  // the file written is checked; this copy is only looked at
     onnx_io::ImportOptions import;
     import.fold_constants = !o.load.no_fold;
     import.dim_values = o.load.dims;
     import.data_inputs = o.load.data_inputs;
-    return graph_statistics(onnx_io::import_model(onnx_io::export_model(g, options), import));
+    return onnx_io::import_model(onnx_io::export_model(g, options), import);
 }
+
+/// The statistics `rlflow info` gives for `g` once written as ONNX with the options of
+/// `o`: exported, imported back as info imports it, then counted.
+inline GraphStatistics written_statistics(const Graph& g, const OptimizeOptions& o) { return graph_statistics(written_back(g, o)); }
 
 /// Why the search (`search`, as --search names it) stopped, in words.
 inline std::string stop_reason_text(search::StopReason reason, std::string_view search,
@@ -335,12 +359,14 @@ inline nlohmann::json eqsat_json(const search::EqsatStats& s, const search::Eqsa
     return j;
 }
 
-inline nlohmann::json optimize_report(const OptimizeOptions& o, const std::string& target, const std::string& backend,
+inline nlohmann::json optimize_report(const OptimizeOptions& o, const cost::Target& target, const std::string& backend,
                                       const Graph& before, const search::SearchResult& r, const Outcome& written,
                                       const Verification& check, const std::optional<search::EqsatStats>& eqsat) {
     nlohmann::json j;
     j["model"] = o.model;
-    j["target"] = target;
+    j["target"] = target.name();
+    j["target_description"] = target.describe();
+    j["target_device"] = target_device(target);
     j["search"] = o.search;
     j["cost_backend"] = backend;
     j["cost_before_ms"] = r.initial_cost_ms;
@@ -364,8 +390,11 @@ inline nlohmann::json optimize_report(const OptimizeOptions& o, const std::strin
     j["expansions"] = r.expansions;
     j["budget"] = o.budget > 0 ? o.budget : search::default_budget(before.num_nodes());
     j["peak_search_bytes"] = r.peak_search_bytes;
+    j["prices_for"] = o.priced_for;
     if (o.search == "mf" || o.search == "mb") {
         j["agent"] = o.agent;
+        j["agent_target"] = agent_target(o);
+        j["agent_target_matches"] = j["agent_target"] == o.priced_for;
         j["real_steps"] = r.expansions;  // environment steps of the agent's rollouts
         j["inference_seconds"] = r.seconds;
         j["samples"] = o.samples;
@@ -382,8 +411,28 @@ inline nlohmann::json optimize_report(const OptimizeOptions& o, const std::strin
     return j;
 }
 
-inline void add_guard_report(nlohmann::json& j, const GuardOutcome& g, const GuardSettings& settings) {
+/// Who proposed each candidate and its price under the target's model, in candidate order.
+struct CandidateOrigin {
+    std::vector<std::string> proposed_by;
+    double cost_ms = 0;
+};
+
+inline std::vector<CandidateOrigin> origins(const std::vector<Outcome>& candidates) {
+    std::vector<CandidateOrigin> out;
+    for (const Outcome& c : candidates) out.push_back({c.proposed_by, c.cost_ms});
+    return out;
+}
+
+inline void add_guard_report(nlohmann::json& j, const GuardOutcome& g, const GuardSettings& settings,
+                             const std::vector<CandidateOrigin>& candidates) {
     j["guard"] = guard_json(g, settings);
+    // Each timed candidate with the models that proposed it and its price under the target's.
+    if (j["guard"].contains("candidates"))
+        for (nlohmann::json& c : j["guard"]["candidates"]) {
+            const CandidateOrigin& o = candidates.at(c["candidate"].get<std::size_t>() - 1);
+            c["proposed_by"] = o.proposed_by;
+            c["cost_ms"] = o.cost_ms;
+        }
     j["ort_level"] = settings.levels.empty() ? nlohmann::json() : nlohmann::json(settings.levels.front());
     j["ort_threads"] = settings.threads;
     j["ort_before_ms"] = g.before_ms > 0 ? nlohmann::json(g.before_ms) : nlohmann::json();
@@ -418,6 +467,12 @@ inline void print_summary(const nlohmann::json& j) {
         std::printf("\n");
     }
     if (j["guard"]["decision"] != "off") std::printf("guard: %s\n", j["guard"]["reason"].get<std::string>().c_str());
+    if (j["guard"].contains("candidates"))
+        for (const nlohmann::json& c : j["guard"]["candidates"])
+            std::printf("  candidate %zu at level %s: %.3f of the input's time (%zu/%zu rounds faster), proposed by %s\n",
+                        c["candidate"].get<std::size_t>(), c["level"].get<std::string>().c_str(), c["median_ratio"].get<double>(),
+                        c["wins"].get<std::size_t>(), c["rounds"].get<std::size_t>(),
+                        join(c["proposed_by"].get<std::vector<std::string>>(), ", ").c_str());
     if (j["written"] == "input") {
         std::printf("wrote the input unchanged\n");
         return;
@@ -461,17 +516,22 @@ void save_cost_cache(const cost::CostModel<Backend>& model, const std::optional<
     }
 }
 
-/// The guard's settings from the options ("auto": ort when the target is this CPU and
-/// ONNX Runtime is installed, else none).
-inline GuardSettings guard_settings(const OptimizeOptions& o, bool cpu_target) {
+/// The guard's settings for target `t` ("auto": on for an ort-cpu target when ONNX
+/// Runtime is installed). It times at the target's own level and threads; --guard-levels
+/// adds levels where the candidate must not lose.
+inline GuardSettings guard_settings(const OptimizeOptions& o, const cost::Target& t) {
     GuardSettings g;
     g.mode = o.guard;
-    if (g.mode == "ort")
+    if (g.mode == "ort") {
         if (const auto why = cost::ort_unavailable_reason()) throw precondition_error("--guard ort: " + *why + "; " + cost::ort_install_hint());
-    if (g.mode == "auto") g.mode = cpu_target && !cost::ort_unavailable_reason() ? "ort" : "none";
-    g.levels = o.guard_levels;
-    if (g.levels.empty()) g.levels = {o.ort_level, o.ort_level == "all" ? "basic" : "all"};
-    g.threads = o.ort_threads;
+        if (t.kind != cost::TargetKind::ort_cpu)
+            throw precondition_error("--guard ort times the model in ONNX Runtime on the CPU; the target is " + t.describe());
+    }
+    if (g.mode == "auto") g.mode = t.kind == cost::TargetKind::ort_cpu && !cost::ort_unavailable_reason() ? "ort" : "none";
+    g.levels = {t.ort.level};
+    for (const std::string& level : o.guard_levels)
+        if (std::find(g.levels.begin(), g.levels.end(), level) == g.levels.end()) g.levels.push_back(level);
+    g.threads = t.ort.threads;
     g.candidates = o.guard_candidates;
     g.decision.rounds = o.guard_rounds;
     g.decision.written_as = o.save;
@@ -479,13 +539,13 @@ inline GuardSettings guard_settings(const OptimizeOptions& o, bool cpu_target) {
     return g;
 }
 
-/// Times the candidates against the input and says which to write.
 /// The ONNX file a MODEL argument names, if it is one (not zoo:NAME).
 inline std::optional<std::filesystem::path> model_file(const OptimizeOptions& o) {
     if (o.model.starts_with(zoo_prefix)) return std::nullopt;
     return std::filesystem::path(o.model);
 }
 
+/// Times the candidates against the input and says which to write.
 template <cost::CostBackend Backend>
 GuardOutcome run_guard_for(cost::CostModel<Backend>& model, const Graph& input, const std::vector<Outcome>& candidates,
                            const GuardSettings& settings, const std::optional<std::filesystem::path>& input_file) {
@@ -521,62 +581,165 @@ struct OptimizedModel {
     Verification check;
 };
 
-/// Searches, guards and verifies; writes nothing. `input_file` is the ONNX file `original`
-/// was read from, if any: the guard times that very file as the input.
+/// What one price model proposed: its search's statistics and its cheapest graphs.
+struct Proposal {
+    std::string model;
+    std::size_t candidates = 0;
+    double best_cost_ms = 0;
+    double initial_cost_ms = 0;
+    double seconds = 0;
+    search::StopReason reason = search::StopReason::converged;
+};
+
+/// The price models other than the target's own whose candidates the guard also times
+/// (--propose): none without a guard to choose among them by measurement, or for an agent
+/// search (an agent is trained on one model's prices).
+inline std::vector<CostChoice> other_price_models(const OptimizeOptions& o, const GuardSettings& guard, const CostChoice& primary) {
+    std::vector<CostChoice> out;
+    bool none = false;
+    for (const std::string& name : o.propose) {
+        if (name == "none") {
+            none = true;
+            continue;
+        }
+        if (name == "auto") {
+            // The CPU's roofline and a GPU's: the GPU's finds merges (grouped and enlarged
+            // convolutions) a CPU's per-op sum calls dearer but ORT at level all may run faster.
+            for (const char* preset : {"cpu", "v100"}) out.push_back({CostKind::analytic, preset});
+            continue;
+        }
+        out.push_back(parse_cost_choice(name));
+    }
+    // Every name is checked above, whether or not it is used.
+    if (none || guard.mode != "ort" || o.search == "mf" || o.search == "mb") return {};
+    std::erase_if(out, [&](const CostChoice& c) { return c == primary; });
+    return out;
+}
+
+/// The candidates that write a model other than the input's, each once: a graph whose
+/// written form (canonical, after export and import) another has, or the input has (a
+/// fusion ONNX has no op for is written as the ops it fused), is dropped, its proposers
+/// added to the first. Timing a copy of the input could only let the noise win.
+inline std::vector<Outcome> distinct_candidates(const Graph& input, std::vector<Outcome> candidates, const OptimizeOptions& o) {
+    std::vector<std::string> forms{canonical_form(written_back(input, o)).bytes};
+    std::vector<Outcome> out;
+    for (Outcome& c : candidates) {
+        std::string form = canonical_form(written_back(c.graph, o)).bytes;
+        const auto same = std::find(forms.begin(), forms.end(), form);
+        if (same == forms.begin()) continue;
+        if (same != forms.end()) {
+            std::vector<std::string>& names = out[static_cast<std::size_t>(same - forms.begin()) - 1].proposed_by;
+            for (const std::string& p : c.proposed_by)
+                if (std::find(names.begin(), names.end(), p) == names.end()) names.push_back(p);
+            continue;
+        }
+        forms.push_back(std::move(form));
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+/// Searches under each of `choices` and adds their cheapest graphs to `candidates`, priced
+/// by `primary` (the target's model) for the report.
+template <cost::CostBackend Primary>
+std::vector<Proposal> propose_more(const OptimizeOptions& o, const Graph& original, const cost::Target& target,
+                                   const std::shared_ptr<const rewrite::RuleSet>& rules, const std::vector<CostChoice>& choices,
+                                   std::size_t keep, cost::CostModel<Primary>& primary, std::vector<Outcome>& candidates) {
+    std::vector<Proposal> proposals;
+    for (const CostChoice& choice : choices) {
+        if (interrupted.load()) break;  // Ctrl-C: the candidates so far are guarded and written
+        with_cost_backend(choice, target, {o.seed, o.save.fused_conv_microsoft}, [&](auto backend) {
+            cost::CostModel<decltype(backend)> model(std::move(backend));
+            const auto cache = cost_cache_path("", model.name());
+            load_cost_cache(model, cache);
+            std::optional<search::EqsatStats> ignored;
+            search::SearchResult r = run_search(o, original, rules, model, keep, ignored, " (" + model.name() + ")");
+            if (r.reason == search::StopReason::interrupted) interrupted.store(true);
+            save_cost_cache(model, cache, false);
+            std::vector<Outcome> more = candidate_outcomes(r, model.name());
+            proposals.push_back({model.name(), more.size(), r.best_cost_ms, r.initial_cost_ms, r.seconds, r.reason});
+            for (Outcome& c : more) {
+                c.cost_ms = primary.graph_cost(c.graph);
+                candidates.push_back(std::move(c));
+            }
+        });
+    }
+    return proposals;
+}
+
+inline nlohmann::json proposals_json(const std::vector<Proposal>& proposals) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const Proposal& p : proposals)
+        j.push_back({{"model", p.model},
+                     {"candidates", p.candidates},
+                     {"cost_before_ms", p.initial_cost_ms},
+                     {"best_cost_ms", p.best_cost_ms},
+                     {"seconds", p.seconds},
+                     {"stop_reason", search::stop_reason_name(p.reason)}});
+    return j;
+}
+
+/// Searches under the target's prices (and, with a guard, under other price models),
+/// guards and verifies; writes nothing. `input_file` is the ONNX file `original` was read
+/// from, if any: the guard times that very file as the input.
 template <cost::CostBackend Backend>
 OptimizedModel optimize_graph(const OptimizeOptions& o, const Graph& original, const std::optional<std::filesystem::path>& input_file,
-                              Backend backend, const std::string& target, bool cpu_target) {
-    const GuardSettings guard = guard_settings(o, cpu_target);
+                              Backend backend, const cost::Target& target, const CostChoice& pricing) {
+    const GuardSettings guard = guard_settings(o, target);
     const auto rules = o.rule_set ? o.rule_set : load_rule_set(o.rules);
     cost::CostModel<Backend> model(std::move(backend));
+    const std::vector<CostChoice> others = other_price_models(o, guard, pricing);
     const auto cache = cost_cache_path(o.cost_cache, model.name());
     load_cost_cache(model, cache);
     if (o.progress) {
-        std::printf("target: %s; cost backend: %s; guard: %s\n", target.c_str(), model.name().c_str(),
-                    guard.mode == "ort" ? ("ONNX Runtime, levels " + join(guard.levels, ", ")).c_str() : "off");
+        std::string models = model.name();
+        for (const CostChoice& c : others) models += ", " + c.name();
+        std::printf("target: %s on %s; prices: %s; guard: %s\n", target.describe().c_str(), target_device(target).c_str(), models.c_str(),
+                    guard.mode == "ort" ? ("ONNX Runtime, level " + join(guard.levels, ", ")).c_str() : "off");
         std::fflush(stdout);
     }
     std::optional<search::EqsatStats> eqsat;
-    search::SearchResult result = run_search(o, original, rules, model, guard.mode == "ort" ? guard.candidates : 1, eqsat);
+    const std::size_t keep = guard.mode == "ort" ? guard.candidates : 1;
+    search::SearchResult result = run_search(o, original, rules, model, keep, eqsat, others.empty() ? "" : " (" + model.name() + ")");
+    if (result.reason == search::StopReason::interrupted) interrupted.store(true);  // run_search spent the flag; keep it for the rest
     save_cost_cache(model, cache, !o.cost_cache.empty());
-    std::vector<Outcome> candidates = candidate_outcomes(result);
+    std::vector<Outcome> candidates = candidate_outcomes(result, model.name());
+    std::vector<Proposal> proposals{{model.name(), candidates.size(), result.best_cost_ms, result.initial_cost_ms, result.seconds, result.reason}};
+    const std::vector<Proposal> more = propose_more(o, original, target, rules, others, keep, model, candidates);
+    proposals.insert(proposals.end(), more.begin(), more.end());
+    if (guard.mode == "ort") candidates = distinct_candidates(original, std::move(candidates), o);
     const GuardOutcome guarded = run_guard_for(model, original, candidates, guard, input_file);
+    const std::vector<CandidateOrigin> timed = origins(candidates);
     Outcome written = candidates.empty() || guarded.decision == "input"
-                          ? Outcome{original, result.initial_cost_ms, {}, {}, true}
+                          ? Outcome{original, result.initial_cost_ms, {}, {}, true, {}}
                           : std::move(candidates[guarded.decision == "candidate" ? guarded.chosen : 0]);
     Verification check = written.is_input ? Verification{"none (the input is written)", true, 0, 0, ""}
                                           : verify(original, written.graph, o);
     nlohmann::json report = optimize_report(o, target, model.name(), original, result, written, check, eqsat);
-    add_guard_report(report, guarded, guard);
+    add_guard_report(report, guarded, guard, timed);
+    report["proposers"] = proposals_json(proposals);
+    if constexpr (std::is_same_v<Backend, cost::TableBackend>) {
+        // How much of the price was measured: signatures found in the table, and those its
+        // fitted roofline estimated.
+        report["table"] = {{"target", model.backend().table().origin.target},
+                           {"device", model.backend().table().origin.device},
+                           {"measured_signatures", model.backend().measured()},
+                           {"estimated_signatures", model.backend().estimated()}};
+    }
+    report["proposed_by"] = written.proposed_by;
     return {std::move(written), std::move(report), std::move(check)};
 }
 
-/// The CPU target's description.
-inline std::string cpu_target() { return "this machine's CPU (" + host_cpu_name() + ")"; }
-
-/// Optimises `original` with the backend `o.cost` names, for the target it implies.
+/// Optimises `original` for the target the options name, priced as they say.
 inline OptimizedModel optimize_model(const OptimizeOptions& o, const Graph& original,
                                      const std::optional<std::filesystem::path>& input_file) {
-    // An explicit device preset asks for the analytic roofline of that device.
-    const std::string cost = o.cost != "auto" ? o.cost : o.device != "auto" ? "analytic" : automatic_cost_backend();
-    const std::string device = o.device == "auto" ? automatic_device() : o.device;
-    if (cost == "cpu") return optimize_graph(o, original, input_file, cost::CpuProfiler{}, cpu_target(), true);
-    if (cost == "ort") {
-        cost::OrtBackendOptions ort;
-        ort.settings = {o.ort_level, o.ort_threads};
-        ort.seed = o.seed;
-        ort.fused_conv_microsoft = o.save.fused_conv_microsoft;
-        return optimize_graph(o, original, input_file, cost::OrtBackend(ort), cpu_target(), true);
-    }
-    if (cost == "cudnn") {
-        const LoadedCudaPlugin& plugin = cuda_plugin();
-        if (!plugin.api) throw precondition_error("--cost cudnn needs a GPU and rlflow's CUDA plugin: " + plugin.reason);
-        return optimize_graph(o, original, input_file, PluginCostBackend(plugin.api->make_profiler(0)),
-                              "GPU 0 (cuDNN/cuBLAS)", false);
-    }
-    const bool on_cpu = device == "cpu";
-    return optimize_graph(o, original, input_file, cost::AnalyticBackend::preset(device),
-                          on_cpu ? cpu_target() : device + " (analytic preset)", on_cpu);
+    const cost::Target target = resolve_target(o.where);
+    const CostChoice pricing = resolve_cost(o.where, target);
+    OptimizeOptions resolved = o;
+    resolved.priced_for = priced_target(pricing, target);
+    return with_cost_backend(pricing, target, {o.seed, o.save.fused_conv_microsoft}, [&](auto backend) {
+        return optimize_graph(resolved, original, input_file, std::move(backend), target, pricing);
+    });
 }
 
 /// The most memory this process has held (its peak resident set), in bytes.
@@ -657,27 +820,19 @@ inline void add_optimize_command(CLI::App& app) {
                     "--search mf|mb: limit (roll on past the agent's NO-OP to the step limit, keeping the cheapest graph "
                     "met) or noop (a rollout ends at the agent's NO-OP, as in training)")
         ->check(CLI::IsMember({"limit", "noop"}))->capture_default_str();
-    cmd->add_option("--cost", o->cost,
-                    "auto (cudnn with a GPU, else ort when ONNX Runtime is installed, else analytic), analytic (a "
-                    "roofline, see --device), cpu (ops timed in the reference executor), ort (ops timed in ONNX Runtime) "
-                    "or cudnn (ops timed with cuDNN/cuBLAS; needs a CUDA build and a GPU)")
-        ->check(CLI::IsMember({"auto", "analytic", "cpu", "ort", "cudnn"}))->capture_default_str();
-    std::vector<std::string> devices{"auto"};
-    for (const cost::DeviceSpec& d : cost::device_presets) devices.emplace_back(d.name);
-    cmd->add_option("--device", o->device,
-                    "analytic roofline preset (implies --cost analytic unless --cost says otherwise): auto (cpu without a "
-                    "GPU), " + join(std::vector<std::string>(devices.begin() + 1, devices.end()), ", "))
-        ->check(CLI::IsMember(devices))->capture_default_str();
+    add_target_flags(*cmd, o->where);
+    cmd->add_option("--propose", o->propose,
+                    "price models whose cheapest graphs the guard times besides the target's, the fastest measured being "
+                    "written: auto (analytic:cpu and analytic:v100 for an ort-cpu target), none, or a list of cpu, ort, "
+                    "cudnn and analytic:PRESET")
+        ->delimiter(',')->capture_default_str();
     cmd->add_option("--guard", o->guard,
                     "time the input and the best candidates in ONNX Runtime and write a candidate only if it is faster: "
                     "auto (on for a CPU target when ONNX Runtime is installed), ort or none")
         ->check(CLI::IsMember({"auto", "ort", "none"}))->capture_default_str();
-    cmd->add_option("--ort-level", o->ort_level, "ONNX Runtime optimisation level that prices and gains are measured at")
-        ->check(CLI::IsMember({"disabled", "basic", "extended", "all"}))->capture_default_str();
-    cmd->add_option("--ort-threads", o->ort_threads, "ONNX Runtime threads")->check(CLI::PositiveNumber)->capture_default_str();
     cmd->add_option("--guard-levels", o->guard_levels,
-                    "levels the guard times at; the first must gain, the others must not lose (default: --ort-level, then "
-                    "the other of basic and all)")
+                    "further ONNX Runtime levels the guard times at, where the written model must not be slower (the "
+                    "target's own level, where it must be faster, is always timed first)")
         ->check(CLI::IsMember({"disabled", "basic", "extended", "all"}));
     cmd->add_option("--guard-candidates", o->guard_candidates, "how many of the cheapest graphs the guard times")
         ->check(CLI::Range(1, 16))->capture_default_str();

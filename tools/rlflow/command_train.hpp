@@ -48,14 +48,15 @@ struct TrainOptions {
     /// --agent mf: start from this trained agent's weights and action space (fine-tuning,
     /// e.g. on graphs it never saw), with a fresh optimiser and progress.
     std::string init_from;
-    std::string cost = "auto";
+    /// Where the trained agent's graphs will run and how ops are priced there.
+    TargetFlags where;
     std::string reward = "cost";
     /// --reward ort-latency: timed runs per session, and sessions per graph.
     int latency_runs = rl::OrtLatencyOptions{}.runs;
     int latency_sessions = rl::OrtLatencyOptions{}.sessions;
-    /// ONNX Runtime's optimisation level and threads, for --cost ort and the latency reward.
-    std::string ort_level = cost::OrtSettings{}.level;
-    int ort_threads = cost::OrtSettings{}.threads;
+    /// Resolved from `where` before training: the target, and what the agent records of it.
+    cost::Target target;
+    std::string trained_for;
     std::string rules = "default";
     std::size_t rollout_steps = rl::PpoOptions{}.rollout_steps;
     std::size_t step_limit = rl::EnvOptions{}.step_limit;
@@ -141,6 +142,7 @@ inline rl::AgentState agent_state_for(const TrainOptions& o, const std::string& 
     state.env.step_limit = o.step_limit;
     state.env.one_step_gains = !o.no_gains;
     state.cost_backend = rewards_from;
+    state.target = o.trained_for;
     if (!o.init_from.empty()) {
         // The network and its action space are the trained agent's; the rest is this run's.
         const rl::AgentState from = rl::read_agent_state(o.init_from);
@@ -173,7 +175,7 @@ struct LatencyReward {
         measuring.seed = o.seed;
         measuring.runs = o.latency_runs;
         measuring.sessions = o.latency_sessions;
-        measuring.settings = {o.ort_level, o.ort_threads};
+        measuring.settings = o.target.ort;
         latency = std::make_unique<rl::OrtLatency>(*worker, measuring);
     }
     /// The measure rewards come from (empty: the cost model's per-op sum).
@@ -326,8 +328,8 @@ void train_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
                                                  : "; " + std::to_string(ranks.size()) + " ranks, " + std::to_string(trainer.local_environments())
                                                        + " of " + std::to_string(trainer.environments()) + " environments each";
     if (root)
-        std::printf("training the model-free agent on %s: %zu xfers, rewards from %s%s%s\n", join(state.graphs, ", ").c_str(),
-                    rules->size(), rewards_from.c_str(), start.c_str(), spread.c_str());
+        std::printf("training the model-free agent for %s on %s: %zu xfers, rewards from %s%s%s\n", state.target.c_str(),
+                    join(state.graphs, ", ").c_str(), rules->size(), rewards_from.c_str(), start.c_str(), spread.c_str());
     std::fflush(stdout);
 
     const std::size_t updates = o.updates == 0 && o.episodes == 0 && o.time_limit == 0 ? default_updates : o.updates;
@@ -433,7 +435,7 @@ void train_mb_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
     options.seed = options.model.seed = options.controller.seed = o.seed;
     rl::MbAgentState state{.rules = rl::rule_names(*rules), .model = options.model, .controller = options.controller, .env = options.env,
                            .temperature = o.temperature, .cost_backend = reward.latency ? reward.latency->name() : model.name(),
-                           .graphs = o.graphs, .seed = o.seed};
+                           .target = o.trained_for, .graphs = o.graphs, .seed = o.seed};
     const std::vector<std::string> keys = interface_keys(graphs);
     rl::MbTrainer<AgentBackend, Backend> trainer(std::move(graphs), rules, model, options, o.jobs, reward.measure(), ranks.comm());
     trainer.synchronise();
@@ -441,9 +443,9 @@ void train_mb_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
     if (root) std::filesystem::create_directories(dir);
     const std::string spread = ranks.size() == 1 ? std::string() : "; " + std::to_string(ranks.size()) + " ranks";
     if (root)
-        std::printf("training the model-based agent on %s: %zu xfers, rewards from %s, %zu real steps, %zu dream steps per iteration, "
-                    "temperature %g%s\n",
-                    join(state.graphs, ", ").c_str(), rules->size(), state.cost_backend.c_str(), o.real_steps, o.dream_steps, o.temperature,
+        std::printf("training the model-based agent for %s on %s: %zu xfers, rewards from %s, %zu real steps, %zu dream steps per "
+                    "iteration, temperature %g%s\n",
+                    state.target.c_str(), join(state.graphs, ", ").c_str(), rules->size(), state.cost_backend.c_str(), o.real_steps, o.dream_steps, o.temperature,
                     spread.c_str());
     std::fflush(stdout);
     double seconds = 0;
@@ -493,7 +495,7 @@ void train_mb_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
     if (reward.latency) write_fastest(*reward.latency, keys, o.graphs, dir);
 }
 
-inline void dispatch_train(const TrainOptions& o) {
+inline void dispatch_train(TrainOptions o) {
     Ranks ranks;
     if (ranks.size() > 1 && o.reward == "ort-latency")
         throw precondition_error("--reward ort-latency times whole graphs, and ranks sharing a machine would disturb each other's "
@@ -503,15 +505,10 @@ inline void dispatch_train(const TrainOptions& o) {
         if (o.agent == "mb") return train_mb_with(o, std::move(backend), ranks);
         train_with(o, std::move(backend), ranks);
     };
-    const std::string cost = o.cost == "auto" ? (cost::ort_unavailable_reason() ? "analytic" : "ort") : o.cost;
-    if (cost == "cpu") return run(cost::CpuProfiler{});
-    if (cost == "ort") {
-        cost::OrtBackendOptions ort;
-        ort.seed = o.seed;
-        ort.settings = {o.ort_level, o.ort_threads};
-        return run(cost::OrtBackend(ort));
-    }
-    run(cost::AnalyticBackend::preset("cpu"));
+    o.target = resolve_target(o.where);
+    const CostChoice pricing = resolve_cost(o.where, o.target);
+    o.trained_for = priced_target(pricing, o.target);
+    with_cost_backend(pricing, o.target, {o.seed, false}, run);
 }
 
 inline void add_train_command(CLI::App& app) {
@@ -540,10 +537,7 @@ inline void add_train_command(CLI::App& app) {
                     "--agent mf: start from the weights and action space of the agent in this directory, with a fresh "
                     "optimiser (fine-tuning, e.g. on graphs it never saw)")
         ->excludes("--resume");
-    cmd->add_option("--cost", o->cost,
-                    "where rewards come from: auto (ort when ONNX Runtime is installed, else analytic), analytic (the cpu "
-                    "preset), ort or cpu")
-        ->check(CLI::IsMember({"auto", "analytic", "ort", "cpu"}))->capture_default_str();
+    add_target_flags(*cmd, o->where);
     cmd->add_option("--reward", o->reward,
                     "what rewards measure: cost (the --cost backend's per-op sum) or ort-latency (each new graph timed "
                     "whole in ONNX Runtime, as X-RLflow; slow)")
@@ -555,11 +549,6 @@ inline void add_train_command(CLI::App& app) {
                     "--reward ort-latency: sessions per graph; the latency is the start's times the median of their "
                     "median paired ratios")
         ->check(CLI::Range(1, 100))->capture_default_str();
-    cmd->add_option("--ort-level", o->ort_level,
-                    "ONNX Runtime optimisation level of --cost ort's prices and of --reward ort-latency's timings")
-        ->check(CLI::IsMember({"disabled", "basic", "extended", "all"}))->capture_default_str();
-    cmd->add_option("--ort-threads", o->ort_threads, "ONNX Runtime threads (--cost ort, --reward ort-latency)")
-        ->check(CLI::PositiveNumber)->capture_default_str();
     cmd->add_option("--cost-cache", o->cost_cache,
                     "read op costs from, and save them to, this file ('none': no cache; default for measuring backends: "
                     "~/.cache/rlflow, shared with optimize)");

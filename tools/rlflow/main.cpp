@@ -2,6 +2,7 @@
 // or a usage error), 1 internal error.
 
 #include "command_convert.hpp"
+#include "command_costs.hpp"
 #include "command_eval.hpp"
 #include "command_info.hpp"
 #include "command_optimize.hpp"
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
     rlflow::cli::add_train_command(app);
     rlflow::cli::add_eval_command(app);
     rlflow::cli::add_rules_command(app);
+    rlflow::cli::add_costs_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -87,8 +87,20 @@ inline GuardOutcome guard_in_ort(cost::OrtWorker& worker, const Graph& input, co
     }
     outcome.decision = "candidate";
     outcome.chosen = *outcome.detail.chosen;
-    outcome.after_ms = outcome.detail.verdicts[outcome.chosen * settings.levels.size()].candidate_median_ms;
+    // The second comparison's medians when there was one: the first favoured the winner.
+    const search::CandidateVerdict& v = outcome.detail.confirmation ? *outcome.detail.confirmation
+                                                                     : outcome.detail.verdicts[outcome.chosen * settings.levels.size()];
+    outcome.before_ms = v.input_median_ms;
+    outcome.after_ms = v.candidate_median_ms;
     return outcome;
+}
+
+/// One comparison of a candidate with the input, as the report gives it (candidates from 1).
+inline nlohmann::json verdict_json(const search::CandidateVerdict& v) {
+    return {{"candidate", v.candidate + 1}, {"level", v.level},   {"input_median_ms", v.input_median_ms},
+            {"candidate_median_ms", v.candidate_median_ms},       {"median_ratio", v.median_ratio},
+            {"wins", v.wins},           {"rounds", v.rounds},      {"p_faster", v.p_faster},
+            {"p_slower", v.p_slower},   {"faster", v.faster},      {"slower", v.slower}};
 }
 
 inline nlohmann::json guard_json(const GuardOutcome& g, const GuardSettings& settings) {
@@ -101,19 +113,9 @@ inline nlohmann::json guard_json(const GuardOutcome& g, const GuardSettings& set
     j["rounds"] = settings.decision.rounds;
     j["significance"] = settings.decision.significance;
     j["min_gain"] = settings.decision.min_gain;
+    if (g.detail.confirmation) j["confirmation"] = verdict_json(*g.detail.confirmation);
     j["candidates"] = nlohmann::json::array();
-    for (const search::CandidateVerdict& v : g.detail.verdicts)
-        j["candidates"].push_back({{"candidate", v.candidate + 1},
-                                   {"level", v.level},
-                                   {"input_median_ms", v.input_median_ms},
-                                   {"candidate_median_ms", v.candidate_median_ms},
-                                   {"median_ratio", v.median_ratio},
-                                   {"wins", v.wins},
-                                   {"rounds", v.rounds},
-                                   {"p_faster", v.p_faster},
-                                   {"p_slower", v.p_slower},
-                                   {"faster", v.faster},
-                                   {"slower", v.slower}});
+    for (const search::CandidateVerdict& v : g.detail.verdicts) j["candidates"].push_back(verdict_json(v));
     return j;
 }
 

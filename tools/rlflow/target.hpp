@@ -5,14 +5,25 @@
 
 #include "cuda_loader.hpp"
 
+#include <rlflow/cost/analytic.hpp>
+#include <rlflow/cost/cpu_profiler.hpp>
+#include <rlflow/cost/ort_backend.hpp>
 #include <rlflow/cost/ort_worker.hpp>
+#include <rlflow/cost/price_table.hpp>
+#include <rlflow/cost/target.hpp>
 
+#include <CLI/CLI.hpp>
+
+#include <array>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 
 namespace rlflow::cli {
 
@@ -36,17 +47,190 @@ inline bool gpu_available() {
     return plugin.api && plugin.api->device_count() > 0;
 }
 
-/// The cost backend `--cost auto` means: cudnn with a GPU; else ort when ONNX Runtime
-/// is installed (prices measured in the runtime the model will run in); else the
-/// analytic roofline of this machine's CPU.
-inline std::string automatic_cost_backend() {
-    if (gpu_available()) return "cudnn";
-    if (!cost::ort_unavailable_reason()) return "ort";
-    return "analytic";
+/// How ops are priced for a search.
+enum class CostKind { analytic, cpu, ort, cudnn, table };
+
+/// The one table of cost backend names (--cost), with what each means. `table` is
+/// written table:FILE.
+inline constexpr std::array<std::pair<CostKind, std::string_view>, 5> cost_kind_names{{
+    {CostKind::analytic, "analytic"},
+    {CostKind::cpu, "cpu"},
+    {CostKind::ort, "ort"},
+    {CostKind::cudnn, "cudnn"},
+    {CostKind::table, "table"},
+}};
+
+/// What --cost, --device and the target resolve to.
+struct CostChoice {
+    CostKind kind = CostKind::analytic;
+    /// analytic: the device preset.
+    std::string preset = "cpu";
+    /// table: the price table's file.
+    std::filesystem::path table;
+
+    /// "analytic:cpu", "ort", "table:FILE", ...: how --propose and the console name it.
+    [[nodiscard]] std::string name() const {
+        if (kind == CostKind::analytic) return "analytic:" + preset;
+        if (kind == CostKind::table) return "table:" + table.string();
+        for (const auto& [k, n] : cost_kind_names)
+            if (k == kind) return std::string(n);
+        return "unknown";
+    }
+    [[nodiscard]] bool operator==(const CostChoice&) const = default;
+};
+
+/// The price model `name` names: cpu, ort, cudnn, analytic:PRESET or table:FILE (plain
+/// analytic when `analytic_alone` is allowed, with `preset`). Throws precondition_error
+/// naming the valid ones otherwise.
+inline CostChoice parse_cost_choice(const std::string& name, const std::string& preset = "cpu") {
+    if (name.starts_with("table:")) {
+        RLFLOW_EXPECTS(name.size() > 6, precondition_error, "table:FILE needs a file");
+        return {CostKind::table, preset, name.substr(6)};
+    }
+    if (name.starts_with("analytic:")) {
+        CostChoice c{CostKind::analytic, name.substr(9), {}};
+        (void)cost::AnalyticBackend::preset(c.preset);  // names the presets when unknown
+        return c;
+    }
+    for (const auto& [kind, kind_name] : cost_kind_names)
+        if (kind_name == name && kind != CostKind::table) return {kind, preset, {}};
+    throw precondition_error("unknown price model '" + name + "'; use cpu, ort, cudnn, analytic:PRESET (" + cost::device_preset_names()
+                             + ") or table:FILE");
 }
 
-/// The analytic preset `--device auto` means: the GPU's when one is the target, else cpu.
-inline std::string automatic_device() { return gpu_available() ? "v100" : "cpu"; }
+/// The flags every command that prices or times graphs shares: where the model will run
+/// (--target, refined by --ort-level and --ort-threads) and how its ops are priced there
+/// (--cost, --device).
+struct TargetFlags {
+    /// auto, or a name in cost::target_kind_names.
+    std::string target = "auto";
+    /// auto (the target's own prices), or a name in cost_kind_names.
+    std::string cost = "auto";
+    /// auto (the target's preset), or a name in cost::device_presets.
+    std::string device = "auto";
+    /// Empty: the target's level (all).
+    std::string ort_level;
+    /// 0: the target's threads (one per physical core).
+    int ort_threads = 0;
+};
+
+/// Adds --target, --cost, --device, --ort-level and --ort-threads to `cmd`.
+inline void add_target_flags(CLI::App& cmd, TargetFlags& f) {
+    std::vector<std::string> targets{"auto"};
+    for (const cost::TargetKindName& t : cost::target_kind_names) targets.emplace_back(t.name);
+    cmd.add_option("--target", f.target,
+                   "where the model will run: auto (cuda on a machine with a usable GPU in a CUDA build, else ort-cpu), "
+                   "ort-cpu (ONNX Runtime's CPU provider; by default level all with a thread per physical core, as an "
+                   "InferenceSession runs) or cuda")
+        ->check(CLI::IsMember(targets))->capture_default_str();
+    cmd.add_option("--cost", f.cost,
+                   "how ops are priced: auto (the target's own: ort for ort-cpu when ONNX Runtime is installed, cudnn for "
+                   "cuda; else analytic), analytic (a roofline, see --device), cpu (ops timed in the reference executor), "
+                   "ort (ops timed in ONNX Runtime at the target's level and threads), cudnn (cuDNN/cuBLAS; needs a GPU) or "
+                   "table:FILE (a price table `rlflow costs record` wrote, on any machine)")
+        ->check(CLI::Validator(
+            [](std::string& v) -> std::string {
+                if (v == "auto" || v == "analytic" || v.starts_with("table:")) return {};
+                for (const auto& [kind, name] : cost_kind_names)
+                    if (name == v && kind != CostKind::table) return {};
+                return "unknown cost backend '" + v + "'; use auto, analytic, cpu, ort, cudnn or table:FILE";
+            },
+            "COST"))
+        ->capture_default_str();
+    std::vector<std::string> devices{"auto"};
+    for (const cost::DeviceSpec& d : cost::device_presets) devices.emplace_back(d.name);
+    cmd.add_option("--device", f.device,
+                   "analytic roofline preset (implies --cost analytic unless --cost says otherwise): auto (the target's: cpu "
+                   "for ort-cpu, v100 for cuda), " + cost::device_preset_names())
+        ->check(CLI::IsMember(devices))->capture_default_str();
+    cmd.add_option("--ort-level", f.ort_level, "ort-cpu target: ONNX Runtime's optimisation level (default: all)")
+        ->check(CLI::IsMember({"disabled", "basic", "extended", "all"}));
+    cmd.add_option("--ort-threads", f.ort_threads,
+                   "ort-cpu target: ONNX Runtime's intra-op threads (default: this machine's physical cores, " +
+                       std::to_string(cost::physical_cores()) + ")")
+        ->check(CLI::PositiveNumber);
+}
+
+
+/// The target the flags name, checked: cuda needs a CUDA build and a GPU (the error says
+/// which is missing); more ORT threads than physical cores is allowed, with a warning.
+inline cost::Target resolve_target(const TargetFlags& f) {
+    const cost::TargetKind kind = f.target == "auto" ? (gpu_available() ? cost::TargetKind::cuda : cost::TargetKind::ort_cpu)
+                                                     : cost::parse_target_kind(f.target);
+    cost::Target t = cost::default_target(kind);
+    if (kind == cost::TargetKind::cuda) {
+        const LoadedCudaPlugin& plugin = cuda_plugin();
+        if (!plugin.api) throw precondition_error("--target cuda: " + plugin.reason);
+        if (plugin.api->device_count() <= 0) throw precondition_error("--target cuda: the CUDA plugin sees no GPU on this machine");
+    }
+    if (!f.ort_level.empty()) t.ort.level = f.ort_level;
+    if (f.ort_threads > 0) t.ort.threads = f.ort_threads;
+    t.ort.validate();
+    if (t.ort.threads > cost::physical_cores())
+        std::fprintf(stderr, "warning: --ort-threads %d is more than this machine's %d physical cores; timings will share cores\n",
+                     t.ort.threads, cost::physical_cores());
+    return t;
+}
+
+/// The cost backend the flags name for target `t`: an explicit --cost; else an explicit
+/// --device means its analytic preset; else the target's own prices (ort for ort-cpu when
+/// ONNX Runtime is installed, cudnn for cuda), falling back to the analytic preset.
+inline CostChoice resolve_cost(const TargetFlags& f, const cost::Target& t) {
+    const bool gpu = t.kind == cost::TargetKind::cuda;
+    CostChoice c;
+    c.preset = f.device != "auto" ? f.device : gpu ? "v100" : "cpu";
+    if (f.cost == "auto") {
+        c.kind = f.device != "auto" ? CostKind::analytic : gpu ? CostKind::cudnn
+                 : cost::ort_unavailable_reason() ? CostKind::analytic : CostKind::ort;
+        return c;
+    }
+    return parse_cost_choice(f.cost, c.preset);
+}
+
+/// The device a target runs on, in words: the CPU's model name, or the GPU's index.
+inline std::string target_device(const cost::Target& t) {
+    if (t.kind == cost::TargetKind::cuda) return "GPU " + std::to_string(t.gpu);
+    return host_cpu_name();
+}
+
+/// The target that prices of `c` stand for, in words, as an agent records what it was
+/// trained for: a GPU preset's prices train for a GPU (priced, not measured) on any
+/// machine; the others stand for target `t`.
+inline std::string priced_target(const CostChoice& c, const cost::Target& t) {
+    if (c.kind == CostKind::analytic && c.preset != "cpu") return "cuda (priced by the analytic " + c.preset + " preset, not measured)";
+    if (c.kind == CostKind::analytic) return t.describe() + ", priced by the analytic cpu preset";
+    return t.describe();
+}
+
+/// Settings of a backend that are not the choice itself.
+struct BackendExtras {
+    std::uint64_t seed = 0;
+    /// ort: price fusions as com.microsoft.FusedConv.
+    bool fused_conv_microsoft = false;
+};
+
+/// Calls `f(backend)` with the backend `c` names, built for target `t`.
+template <class F>
+decltype(auto) with_cost_backend(const CostChoice& c, const cost::Target& t, const BackendExtras& extras, F&& f) {
+    switch (c.kind) {
+        case CostKind::cpu: return f(cost::CpuProfiler{});
+        case CostKind::ort: {
+            cost::OrtBackendOptions ort;
+            ort.settings = t.ort;
+            ort.seed = extras.seed;
+            ort.fused_conv_microsoft = extras.fused_conv_microsoft;
+            return f(cost::OrtBackend(ort));
+        }
+        case CostKind::cudnn: {
+            const LoadedCudaPlugin& plugin = cuda_plugin();
+            if (!plugin.api) throw precondition_error("--cost cudnn needs a GPU and rlflow's CUDA plugin: " + plugin.reason);
+            return f(PluginCostBackend(plugin.api->make_profiler(t.gpu)));
+        }
+        case CostKind::table: return f(cost::TableBackend(c.table));
+        case CostKind::analytic: break;
+    }
+    return f(cost::AnalyticBackend::preset(c.preset));
+}
 
 /// A file name made of a backend's name: characters other than [A-Za-z0-9._-] become '_'.
 inline std::string file_safe(std::string name) {

@@ -175,24 +175,8 @@ public:
         return true;
     }
 
-private:
-    /// A price, and whether it is that of the op's canonical form (CanonicalCostBackend).
-    struct Priced {
-        double ms = 0;
-        bool canonical = false;
-    };
-    /// The price of `op` (of its canonical form, if it has one), from the cache or the backend.
-    [[nodiscard]] Priced priced(const OpSignature& op) {
-        if constexpr (CanonicalCostBackend<Backend>)
-            if (const std::optional<OwnedSignature> form = m_backend.canonical(op)) return {priced(form->view()).ms, true};
-        std::string key = signature_key(op);
-        if (const auto it = m_cache.find(key); it != m_cache.end()) return {it->second, false};
-        const double ms = static_cast<double>(m_backend.op_cost_ms(op));
-        m_cache.emplace(std::move(key), ms);
-        return {ms, false};
-    }
-
-    /// A node's signature with the storage its views point into.
+    /// A node's signature with the storage its views point into (what a backend is asked
+    /// to price for node `n` of `g`).
     struct Signature {
         Signature(const Graph& g, const Node& n, std::span<const char> constant)
             : node(&n), inputs(g.types_of(n.inputs)) {
@@ -216,6 +200,24 @@ private:
         std::vector<char> constant_inputs;
         std::vector<const Tensor*> constant_values;
     };
+
+private:
+    /// A price, and whether it is that of the op's canonical form (CanonicalCostBackend).
+    struct Priced {
+        double ms = 0;
+        bool canonical = false;
+    };
+    /// The price of `op` (of its canonical form, if it has one), from the cache or the backend.
+    [[nodiscard]] Priced priced(const OpSignature& op) {
+        if constexpr (CanonicalCostBackend<Backend>)
+            if (const std::optional<OwnedSignature> form = m_backend.canonical(op)) return {priced(form->view()).ms, true};
+        std::string key = signature_key(op);
+        if (const auto it = m_cache.find(key); it != m_cache.end()) return {it->second, false};
+        const double ms = static_cast<double>(m_backend.op_cost_ms(op));
+        m_cache.emplace(std::move(key), ms);
+        return {ms, false};
+    }
+
 
     static constexpr std::string_view cache_magic = "rlflow-cost-cache";
 

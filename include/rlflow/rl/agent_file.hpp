@@ -50,6 +50,8 @@ struct AgentState {
     PpoOptions ppo;
     /// The cost backend's name (CostModel::name) it learned from.
     std::string cost_backend;
+    /// The target it was trained for, in words (empty for agents saved before targets).
+    std::string target;
     /// The training graphs as given (zoo:NAME or a file).
     std::vector<std::string> graphs;
     std::uint64_t seed = 0;
@@ -217,6 +219,7 @@ void save_agent(const std::filesystem::path& dir, const AgentState& state, const
                 {"rollout_steps", p.rollout_steps}, {"environments_per_graph", p.environments_per_graph},
                 {"gradient_shards", p.gradient_shards}, {"final_entropy_coefficient", p.final_entropy_coefficient}};
     j["cost_backend"] = state.cost_backend;
+    j["target"] = state.target;
     j["graphs"] = state.graphs;
     j["seed"] = state.seed;
     j["updates"] = state.updates;
@@ -277,6 +280,7 @@ void save_agent(const std::filesystem::path& dir, const AgentState& state, const
         o.gradient_shards = p.value("gradient_shards", std::size_t{1});
         o.final_entropy_coefficient = p.value("final_entropy_coefficient", o.entropy_coefficient);
         s.cost_backend = j.at("cost_backend").get<std::string>();
+        s.target = j.value("target", std::string());
         s.graphs = j.at("graphs").get<std::vector<std::string>>();
         s.seed = j.at("seed").get<std::uint64_t>();
         s.updates = j.at("updates").get<std::size_t>();

@@ -37,6 +37,8 @@ struct MbAgentState {
     /// The dream's temperature it trained at.
     double temperature = 1.0;
     std::string cost_backend;
+    /// The target it was trained for, in words (empty for agents saved before targets).
+    std::string target;
     std::vector<std::string> graphs;
     std::uint64_t seed = 0;
     std::size_t real_steps = 0;
@@ -70,6 +72,7 @@ void save_mb_agent(const std::filesystem::path& dir, const MbAgentState& s, Worl
     j["env"] = detail::env_json(s.env);
     j["temperature"] = s.temperature;
     j["cost_backend"] = s.cost_backend;
+    j["target"] = s.target;
     j["graphs"] = s.graphs;
     j["seed"] = s.seed;
     j["real_steps"] = s.real_steps;
@@ -103,6 +106,7 @@ void save_mb_agent(const std::filesystem::path& dir, const MbAgentState& s, Worl
         s.env = detail::env_from_json(j.at("env"));
         s.temperature = j.at("temperature").get<double>();
         s.cost_backend = j.at("cost_backend").get<std::string>();
+        s.target = j.value("target", std::string());
         s.graphs = j.at("graphs").get<std::vector<std::string>>();
         s.seed = j.at("seed").get<std::uint64_t>();
         s.real_steps = j.at("real_steps").get<std::size_t>();
