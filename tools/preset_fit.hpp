@@ -97,40 +97,47 @@ inline Eigen::VectorXd log_residuals(const cost::DeviceSpec& d, const std::vecto
     return r;
 }
 
-inline Eigen::MatrixXd jacobian(const cost::DeviceSpec& base, const std::vector<FittedField>& fields,
-                                const Eigen::VectorXd& x, const Eigen::VectorXd& r, const std::vector<OpSample>& samples) {
-    constexpr double step = 1e-5;
-    Eigen::MatrixXd j(r.size(), x.size());
-    for (Eigen::Index p = 0; p < x.size(); ++p) {
-        Eigen::VectorXd moved = x;
-        moved[p] += step;
-        j.col(p) = (log_residuals(with_fields(base, fields, moved), samples) - r) / step;
-    }
-    return j;
-}
 
 }  // namespace detail
 
-/// Fits `fields` of `start` to `samples` (see the file comment).
+/// Fits `fields` of `start` to `samples` (see the file comment). With `prior` > 0 each
+/// field's log also pays prior x (its distance from `start`'s), a ridge towards the preset:
+/// a field the samples say little about (few samples, none of the ops it prices) then
+/// stays near the preset instead of drifting without bound.
 inline PresetFit fit_preset(const cost::DeviceSpec& start, const std::vector<FittedField>& fields,
-                            const std::vector<OpSample>& samples) {
+                            const std::vector<OpSample>& samples, double prior = 0) {
     constexpr int max_iterations = 500;
     constexpr double initial_damping = 1e-3, damping_factor = 4.0, converged = 1e-12, hopeless_damping = 1e12;
     cost::DeviceSpec base = start;
-    Eigen::VectorXd x(static_cast<Eigen::Index>(fields.size()));
+    const auto n = static_cast<Eigen::Index>(fields.size());
+    Eigen::VectorXd x(n);
     for (std::size_t i = 0; i < fields.size(); ++i)
         x[static_cast<Eigen::Index>(i)] = std::log(std::max(fields[i].field(base), detail::smallest_field));
-    Eigen::VectorXd r = detail::log_residuals(detail::with_fields(base, fields, x), samples);
+    const Eigen::VectorXd x0 = x;
+    const Eigen::Index rows = static_cast<Eigen::Index>(samples.size()) + (prior > 0 ? n : 0);
+    const auto residuals = [&](const Eigen::VectorXd& at) {
+        Eigen::VectorXd r(rows);
+        r.head(static_cast<Eigen::Index>(samples.size())) = detail::log_residuals(detail::with_fields(base, fields, at), samples);
+        if (prior > 0) r.tail(n) = prior * (at - x0);
+        return r;
+    };
+    Eigen::VectorXd r = residuals(x);
     double cost = r.squaredNorm(), damping = initial_damping;
     int iteration = 0;
     for (; iteration < max_iterations; ++iteration) {
-        const Eigen::MatrixXd j = detail::jacobian(base, fields, x, r, samples);
+        constexpr double step = 1e-5;  // forward differences
+        Eigen::MatrixXd j(rows, n);
+        for (Eigen::Index p = 0; p < n; ++p) {
+            Eigen::VectorXd moved = x;
+            moved[p] += step;
+            j.col(p) = (residuals(moved) - r) / step;
+        }
         const Eigen::MatrixXd normal = j.transpose() * j;
         Eigen::MatrixXd damped = normal;
         damped.diagonal() += damping * normal.diagonal().cwiseMax(converged);
         Eigen::VectorXd candidate = x - damped.ldlt().solve(j.transpose() * r);
         candidate = candidate.cwiseMax(std::log(detail::smallest_field));
-        const Eigen::VectorXd r_candidate = detail::log_residuals(detail::with_fields(base, fields, candidate), samples);
+        const Eigen::VectorXd r_candidate = residuals(candidate);
         const double candidate_cost = r_candidate.squaredNorm();
         if (candidate_cost < cost) {
             const bool done = cost - candidate_cost < converged * cost;
@@ -141,8 +148,8 @@ inline PresetFit fit_preset(const cost::DeviceSpec& start, const std::vector<Fit
         }
     }
     const cost::DeviceSpec fitted = detail::with_fields(base, fields, x);
-    const double n = static_cast<double>(std::max<std::size_t>(samples.size(), 1));
-    return {fitted, std::sqrt(detail::log_errors(fitted, samples).squaredNorm() / n), iteration};
+    const double count = static_cast<double>(std::max<std::size_t>(samples.size(), 1));
+    return {fitted, std::sqrt(detail::log_errors(fitted, samples).squaredNorm() / count), iteration};
 }
 
 }  // namespace rlflow::tools

@@ -48,7 +48,7 @@
 // both sessions unless --spinning is given: with it on, the idle threads of one session
 // spin while the other runs, and at more than one thread the two steal each other's cores
 // (a model timed against itself read several percent apart). median_ratio is the median
-// over rounds of B's time over A's; the rounds alternate which model runs first.
+// over rounds of B's time over A's; A and B strictly alternate.
 //
 // Exit status: 0 done; 1 --rtol given and exceeded (or a NaN/Inf mismatch); 2 bad
 // usage, unreadable model, inputs or outputs of A and B that differ, or a run failure.
@@ -330,8 +330,10 @@ async function main() {
   const metas = sa.inputMetadata;
   const feeds = makeFeeds(metas);
 
-  // Warm-up runs (the first gives the outputs); then timed rounds, A and B once each,
-  // the order swapped every round so that neither always runs first.
+  // Warm-up runs (the first gives the outputs); then timed rounds, A and B strictly
+  // alternating (A B A B ...), so every run follows a run of the other model. Swapping the
+  // order each round would run each model twice in a row at every other round boundary,
+  // and the warmer second run splits the paired ratios into two clusters.
   const [outA] = await timedRun(sa, feeds, fileA);
   const [outB] = await timedRun(sb, feeds, fileB);
   for (let w = 1; w < opts.warmup; w++) {
@@ -340,13 +342,8 @@ async function main() {
   }
   const msA = [], msB = [];
   for (let r = 0; r < opts.runs; r++) {
-    if (r % 2 === 0) {
-      msA.push((await timedRun(sa, feeds, fileA))[1]);
-      msB.push((await timedRun(sb, feeds, fileB))[1]);
-    } else {
-      msB.push((await timedRun(sb, feeds, fileB))[1]);
-      msA.push((await timedRun(sa, feeds, fileA))[1]);
-    }
+    msA.push((await timedRun(sa, feeds, fileA))[1]);
+    msB.push((await timedRun(sb, feeds, fileB))[1]);
   }
 
   let maxAbs = 0, maxRel = 0, worst = null, nonA = 0, nonB = 0, mismatch = 0, maxOut = 0;

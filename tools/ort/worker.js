@@ -38,7 +38,8 @@
 //     warmup      integer >= 0: untimed runs of each model before its timed ones
 //     runs        integer >= 1: timed samples per model
 //     interleave  true: warm-up, then R rounds; each round runs every model once in request
-//                 order, starting one model later each round, so none is always first
+//                 order, starting one model later each round when there are three or more
+//                 (none is always first, none runs twice in a row), two models alternating
 //                 (for comparing whole models under the same machine state).
 //                 false: each model in turn is loaded, warmed up, timed R times back to
 //                 back and released (warm caches; what pricing one op wants)
@@ -387,7 +388,13 @@ async function timeSequentially(ort, timers, options) {
 }
 
 // All models loaded and warmed up, then `runs` rounds of one sample each, the starting
-// model rotating by one per round. A model that fails leaves the rotation.
+// model rotating by one per round when there are three or more, so that none is always
+// first and no model ever runs twice in a row (round r ends with model r-1 and round r+1
+// starts with model r+1). Two models simply alternate, A B A B: rotating two would run
+// each twice in a row at every other round boundary, and the second of two runs of one
+// session is the warmer, so the paired ratios split into two clusters (one model timed
+// against a copy of itself read 0.94 in the median at 2 threads). A model that fails
+// leaves the rotation.
 async function timeInterleaved(ort, timers, options) {
   try {
     for (const t of timers) await t.load(ort, options);
@@ -395,7 +402,8 @@ async function timeInterleaved(ort, timers, options) {
     for (let r = 0; r < options.runs; r++) {
       const live = timers.filter((t) => t.alive);
       if (live.length === 0) break;
-      for (let k = 0; k < live.length; k++) await live[(r + k) % live.length].sample(options.minRunMs);
+      const first = live.length > 2 ? r : 0;
+      for (let k = 0; k < live.length; k++) await live[(first + k) % live.length].sample(options.minRunMs);
     }
   } finally {
     for (const t of timers) await t.release();

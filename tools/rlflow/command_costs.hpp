@@ -19,6 +19,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <map>
 #include <memory>
 #include <random>
@@ -97,13 +98,24 @@ void record_neighbourhood(const Graph& g, const std::shared_ptr<const rewrite::R
             });
 }
 
+/// How strongly a fitted field is held to its preset's value (fit_preset's prior): a field
+/// no recorded op informs stays there, one the prices inform moves freely.
+inline constexpr double table_fit_prior = 0.3;
+
 /// The roofline fitted to the table's prices: the cpu preset's fields for a CPU target,
-/// the roofline's four for a GPU's (a GPU preset has no CPU lowering).
+/// the roofline's four for a GPU's (a GPU preset has no CPU lowering), each held towards
+/// the preset. A fit that is not finite everywhere falls back to the preset.
 inline tools::PresetFit fit_table(const std::vector<tools::OpSample>& samples, bool cpu) {
     const cost::DeviceSpec start = *cost::device_preset(cpu ? "cpu" : "v100");
     std::vector<tools::FittedField> fields = tools::cpu_fitted_fields();
     if (!cpu) fields.resize(4);  // peak_gflops, half_saturation, bandwidth_gbs, launch_us
-    tools::PresetFit fit = tools::fit_preset(start, fields, samples);
+    tools::PresetFit fit = tools::fit_preset(start, fields, samples, table_fit_prior);
+    bool finite = std::isfinite(fit.rms_log_error);
+    cost::detail::for_each_spec_field(fit.device, [&](const char*, double v) { finite = finite && std::isfinite(v); });
+    if (!finite) {
+        const double count = static_cast<double>(std::max<std::size_t>(samples.size(), 1));
+        fit = {start, std::sqrt(tools::detail::log_errors(start, samples).squaredNorm() / count), 0};
+    }
     fit.device.name = "table-fit";
     return fit;
 }

@@ -491,7 +491,8 @@ inline void print_summary(const nlohmann::json& j) {
 inline std::optional<std::filesystem::path> cost_cache_path(const std::string& option, const std::string& backend_name) {
     if (option == "none") return std::nullopt;
     if (!option.empty()) return std::filesystem::path(option);
-    if (backend_name.starts_with("analytic")) return std::nullopt;
+    // Priced without measuring (a roofline, a recorded table): nothing to keep.
+    if (backend_name.starts_with("analytic") || backend_name.starts_with("table:")) return std::nullopt;
     return default_cost_cache(backend_name);
 }
 

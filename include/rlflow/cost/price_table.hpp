@@ -131,7 +131,11 @@ void for_each_spec_field(Spec& d, F&& f) {
     j["version"] = price_table_version;
     nlohmann::json fit;
     fit["only_rows_saturate"] = t.fit.lowering.only_rows_saturate;
-    detail::for_each_spec_field(t.fit, [&](const char* name, double value) { fit[name] = value; });
+    detail::for_each_spec_field(t.fit, [&](const char* name, double value) {
+        // JSON has no infinity: a table that could not be read back is never written.
+        RLFLOW_EXPECTS(std::isfinite(value), precondition_error, std::string("a price table's fit must be finite; ") + name + " is not");
+        fit[name] = value;
+    });
     fit["rms_log_error"] = t.fit_rms_log_error;
     j["fit"] = fit;
     // Entries sorted by key: equal tables are equal files.
@@ -140,6 +144,8 @@ void for_each_spec_field(Spec& d, F&& f) {
     std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
     nlohmann::json entries = nlohmann::json::array();
     for (const auto* entry : sorted) {
+        RLFLOW_EXPECTS(std::isfinite(entry->second) && entry->second >= 0, precondition_error,
+                       "a price table's prices must be finite and non-negative");
         const auto op = t.ops.find(entry->first);
         entries.push_back({{"key", detail::to_hex(entry->first)}, {"op", op == t.ops.end() ? "" : op->second}, {"ms", entry->second}});
     }
