@@ -30,3 +30,12 @@ if(NOT RLFLOW_ENABLE_CUDA STREQUAL "OFF")
     message(STATUS "rlflow: CUDA toolkit with cuDNN not found; CUDA backends are off")
   endif()
 endif()
+
+# .cu files compile as C++20 (set by hand: CMake before 3.26 has no CUDA_STANDARD 20 for
+# nvcc), with the host compiler's warnings on. Warning 20015 (a constexpr __host__
+# function called from a __host__ __device__ one) is silenced: merely including
+# <Eigen/Core> under nvcc raises it 28 times, from Eigen/src/Core/arch/CUDA/Complex.h.
+function(rlflow_cuda_flags target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CUDA>:-std=c++20 -Xcompiler=-Wall,-Wextra,-Wshadow,-Wno-unused-parameter --diag-suppress=20015>)
+endfunction()

@@ -328,7 +328,7 @@ TEST_CASE("optimize refuses bad cost, guard and ONNX Runtime options with exit c
     const std::string base = "optimize zoo:squeezenet1_1 -o " + out.string() + " --budget 2 ";
     for (const char* bad : {"--ort-threads 0", "--ort-level fast", "--guard maybe", "--cost tpu", "--guard-rounds 2",
                             "--guard-candidates 0", "--guard-levels basic fast", "--target tpu", "--propose analytic:tpu",
-                            "--propose psychic"}) {
+                            "--propose psychic", "--target ort-cpu --guard cuda"}) {
         const Result r = run_cli(base + bad);
         CHECK_MESSAGE(r.exit_code == 2, bad, r.output);
     }
@@ -336,6 +336,9 @@ TEST_CASE("optimize refuses bad cost, guard and ONNX Runtime options with exit c
     CHECK(run_cli(base + "--target tpu").output.find("ort-cpu") != std::string::npos);
     CHECK(run_cli(base + "--propose analytic:tpu").output.find("v100") != std::string::npos);
     CHECK(run_cli(base + "--propose psychic").output.find("'psychic'") != std::string::npos);
+    // The GPU guard on a CPU target: what it times and what the target is.
+    const std::string cuda_guard = run_cli(base + "--target ort-cpu --guard cuda").output;
+    CHECK_MESSAGE(cuda_guard.find("--guard cuda times the model on the GPU") != std::string::npos, cuda_guard);
     // Asked for by name where ONNX Runtime is missing: a message saying how to install it.
     for (const char* needs_ort : {"--cost ort", "--cost analytic --device cpu --guard ort"}) {
         const Result r = run_cli(base + needs_ort, true, "RLFLOW_ORT_DIR=/nonexistent");

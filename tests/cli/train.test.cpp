@@ -300,6 +300,31 @@ TEST_CASE("train --reward ort-latency rewards the ORT latency of whole graphs, w
     CHECK(mixed.output.find("--reward") != std::string::npos);
 }
 
+TEST_CASE("train --reward gpu-latency on a CPU target is refused with exit code 2, saying it needs --target cuda") {
+    const ScratchDir dir("rlflow-cli-train-gpu-latency-cpu");
+    const Result r = run_cli("train --graph zoo:squeezenet1_1 --cost analytic --target ort-cpu --reward gpu-latency --updates 1 "
+                             "--checkpoint " + dir.file("agent"));
+    CHECK(r.exit_code == 2);
+    CHECK_MESSAGE(r.output.find("--reward gpu-latency times whole graphs on the GPU") != std::string::npos, r.output);
+    CHECK(r.output.find("--target cuda") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir.file("agent") + "/agent.json"));
+}
+
+TEST_CASE("train --reward gpu-latency rewards whole graphs timed on the GPU and records the executor as the reward's source") {
+    const ScratchDir dir("rlflow-cli-train-gpu-latency");
+    const std::string agent = dir.file("agent");
+    const Result trained = run_cli("train --graph zoo:squeezenet1_1 --cost analytic --target cuda --reward gpu-latency "
+                                   "--rollout-steps 4 --step-limit 2 --updates 1 --checkpoint " + agent);
+    if (trained.exit_code == 2 && trained.output.find("--target cuda") != std::string::npos) {
+        MESSAGE("skipped: no usable GPU (" << trained.output.substr(0, 200) << ")");
+        return;
+    }
+    REQUIRE_MESSAGE(trained.exit_code == 0, trained.output);
+    CHECK(trained.output.find(":latency") != std::string::npos);
+    const nlohmann::json state = nlohmann::json::parse(read_file(agent + "/agent.json"));
+    CHECK(state["cost_backend"].get<std::string>().starts_with("cuda:"));
+}
+
 TEST_CASE("train --agent mb logs real and dream steps per iteration, keeps to its real-step budget, and optimize --search mb uses it") {
     const ScratchDir dir("rlflow-cli-train-mb");
     const std::string agent = dir.file("mb");

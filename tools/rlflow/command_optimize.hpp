@@ -433,10 +433,17 @@ inline void add_guard_report(nlohmann::json& j, const GuardOutcome& g, const Gua
             c["proposed_by"] = o.proposed_by;
             c["cost_ms"] = o.cost_ms;
         }
+    const auto measured = [](double ms) { return ms > 0 ? nlohmann::json(ms) : nlohmann::json(); };
+    if (settings.mode == "cuda") {
+        // Timed whole on the GPU by the CUDA executor: medians of CUDA Graph replays.
+        j["gpu_before_ms"] = measured(g.before_ms);
+        j["gpu_after_ms"] = measured(g.after_ms);
+        return;
+    }
     j["ort_level"] = settings.levels.empty() ? nlohmann::json() : nlohmann::json(settings.levels.front());
     j["ort_threads"] = settings.threads;
-    j["ort_before_ms"] = g.before_ms > 0 ? nlohmann::json(g.before_ms) : nlohmann::json();
-    j["ort_after_ms"] = g.after_ms > 0 ? nlohmann::json(g.after_ms) : nlohmann::json();
+    j["ort_before_ms"] = measured(g.before_ms);
+    j["ort_after_ms"] = measured(g.after_ms);
 }
 
 inline void print_summary(const nlohmann::json& j) {
@@ -444,10 +451,14 @@ inline void print_summary(const nlohmann::json& j) {
     std::printf("%-22s %14s %14s  (%s)\n", "cost", format_ms(j["cost_before_ms"].get<double>()).c_str(),
                 format_ms(j["cost_after_ms"].get<double>()).c_str(),
                 format_ratio(j["cost_before_ms"].get<double>() / j["cost_after_ms"].get<double>()).c_str());
-    if (j["ort_before_ms"].is_number() && j["ort_after_ms"].is_number())
-        std::printf("%-22s %14s %14s  (%s)\n", ("ONNX Runtime " + j["ort_level"].get<std::string>()).c_str(),
-                    format_ms(j["ort_before_ms"].get<double>()).c_str(), format_ms(j["ort_after_ms"].get<double>()).c_str(),
-                    format_ratio(j["ort_before_ms"].get<double>() / j["ort_after_ms"].get<double>()).c_str());
+    const auto measured_line = [&](const std::string& label, const char* before, const char* after) {
+        if (!j.contains(before) || !j[before].is_number() || !j[after].is_number()) return;
+        std::printf("%-22s %14s %14s  (%s)\n", label.c_str(), format_ms(j[before].get<double>()).c_str(),
+                    format_ms(j[after].get<double>()).c_str(), format_ratio(j[before].get<double>() / j[after].get<double>()).c_str());
+    };
+    if (j.contains("ort_level") && j["ort_level"].is_string())
+        measured_line("ONNX Runtime " + j["ort_level"].get<std::string>(), "ort_before_ms", "ort_after_ms");
+    measured_line("CUDA executor", "gpu_before_ms", "gpu_after_ms");
     std::printf("%-22s %14s %14s\n", "peak activations", human_bytes(j["memory_before_bytes"].get<double>()).c_str(),
                 human_bytes(j["memory_after_bytes"].get<double>()).c_str());
     std::printf("%-22s %14s %14s\n", "weights", human_bytes(j["weight_bytes_before"].get<double>()).c_str(),
@@ -517,9 +528,10 @@ void save_cost_cache(const cost::CostModel<Backend>& model, const std::optional<
     }
 }
 
-/// The guard's settings for target `t` ("auto": on for an ort-cpu target when ONNX
-/// Runtime is installed). It times at the target's own level and threads; --guard-levels
-/// adds levels where the candidate must not lose.
+/// The guard's settings for target `t` ("auto": ONNX Runtime for an ort-cpu target when it
+/// is installed, the CUDA executor for a cuda target). In ONNX Runtime it times at the
+/// target's own level and threads; --guard-levels adds levels where the candidate must not
+/// lose.
 inline GuardSettings guard_settings(const OptimizeOptions& o, const cost::Target& t) {
     GuardSettings g;
     g.mode = o.guard;
@@ -528,7 +540,21 @@ inline GuardSettings guard_settings(const OptimizeOptions& o, const cost::Target
         if (t.kind != cost::TargetKind::ort_cpu)
             throw precondition_error("--guard ort times the model in ONNX Runtime on the CPU; the target is " + t.describe());
     }
-    if (g.mode == "auto") g.mode = t.kind == cost::TargetKind::ort_cpu && !cost::ort_unavailable_reason() ? "ort" : "none";
+    if (g.mode == "cuda" && t.kind != cost::TargetKind::cuda)
+        throw precondition_error("--guard cuda times the model on the GPU; the target is " + t.describe() + " (use --target cuda)");
+    if (g.mode == "auto")
+        g.mode = t.kind == cost::TargetKind::cuda                                      ? "cuda"
+                 : t.kind == cost::TargetKind::ort_cpu && !cost::ort_unavailable_reason() ? "ort"
+                                                                                          : "none";
+    g.gpu = t.gpu;
+    if (g.mode == "cuda") {
+        g.levels = {"cuda"};
+        g.candidates = o.guard_candidates;
+        g.decision.rounds = o.guard_rounds;
+        g.decision.written_as = o.save;
+        g.seed = o.seed;
+        return g;
+    }
     g.levels = {t.ort.level};
     for (const std::string& level : o.guard_levels)
         if (std::find(g.levels.begin(), g.levels.end(), level) == g.levels.end()) g.levels.push_back(level);
@@ -550,13 +576,19 @@ inline std::optional<std::filesystem::path> model_file(const OptimizeOptions& o)
 template <cost::CostBackend Backend>
 GuardOutcome run_guard_for(cost::CostModel<Backend>& model, const Graph& input, const std::vector<Outcome>& candidates,
                            const GuardSettings& settings, const std::optional<std::filesystem::path>& input_file) {
-    if (settings.mode != "ort") {
+    if (settings.mode == "none") {
         GuardOutcome off;
         off.reason = "off (--guard none, or no ONNX Runtime for this target)";
         return off;
     }
     std::vector<const Graph*> graphs;
     for (const Outcome& c : candidates) graphs.push_back(&c.graph);
+    if (settings.mode == "cuda") {
+        const LoadedCudaPlugin& plugin = cuda_plugin();
+        if (!plugin.api) throw precondition_error("--guard cuda: " + plugin.reason);
+        const std::unique_ptr<GpuGraphRunner> runner = plugin.api->make_graph_runner(settings.gpu);
+        return guard_on_gpu(*runner, input, graphs, settings, input_file);
+    }
     if constexpr (std::is_same_v<Backend, cost::OrtBackend>)
         return guard_in_ort(model.backend().worker(), input, graphs, settings, input_file);
     cost::OrtWorker worker;
@@ -612,7 +644,7 @@ inline std::vector<CostChoice> other_price_models(const OptimizeOptions& o, cons
         out.push_back(parse_cost_choice(name));
     }
     // Every name is checked above, whether or not it is used.
-    if (none || guard.mode != "ort" || o.search == "mf" || o.search == "mb") return {};
+    if (none || guard.mode == "none" || o.search == "mf" || o.search == "mb") return {};
     std::erase_if(out, [&](const CostChoice& c) { return c == primary; });
     return out;
 }
@@ -680,6 +712,13 @@ inline nlohmann::json proposals_json(const std::vector<Proposal>& proposals) {
     return j;
 }
 
+/// What times the candidates, for the console's first line.
+inline std::string guard_description(const GuardSettings& guard) {
+    if (guard.mode == "ort") return "ONNX Runtime, level " + join(guard.levels, ", ");
+    if (guard.mode == "cuda") return "the CUDA executor on GPU " + std::to_string(guard.gpu);
+    return "off";
+}
+
 /// Searches under the target's prices (and, with a guard, under other price models),
 /// guards and verifies; writes nothing. `input_file` is the ONNX file `original` was read
 /// from, if any: the guard times that very file as the input.
@@ -696,11 +735,11 @@ OptimizedModel optimize_graph(const OptimizeOptions& o, const Graph& original, c
         std::string models = model.name();
         for (const CostChoice& c : others) models += ", " + c.name();
         std::printf("target: %s on %s; prices: %s; guard: %s\n", target.describe().c_str(), target_device(target).c_str(), models.c_str(),
-                    guard.mode == "ort" ? ("ONNX Runtime, level " + join(guard.levels, ", ")).c_str() : "off");
+                    guard_description(guard).c_str());
         std::fflush(stdout);
     }
     std::optional<search::EqsatStats> eqsat;
-    const std::size_t keep = guard.mode == "ort" ? guard.candidates : 1;
+    const std::size_t keep = guard.mode != "none" ? guard.candidates : 1;
     search::SearchResult result = run_search(o, original, rules, model, keep, eqsat, others.empty() ? "" : " (" + model.name() + ")");
     if (result.reason == search::StopReason::interrupted) interrupted.store(true);  // run_search spent the flag; keep it for the rest
     save_cost_cache(model, cache, !o.cost_cache.empty());
@@ -708,7 +747,7 @@ OptimizedModel optimize_graph(const OptimizeOptions& o, const Graph& original, c
     std::vector<Proposal> proposals{{model.name(), candidates.size(), result.best_cost_ms, result.initial_cost_ms, result.seconds, result.reason}};
     const std::vector<Proposal> more = propose_more(o, original, target, rules, others, keep, model, candidates);
     proposals.insert(proposals.end(), more.begin(), more.end());
-    if (guard.mode == "ort") candidates = distinct_candidates(original, std::move(candidates), o);
+    if (guard.mode != "none") candidates = distinct_candidates(original, std::move(candidates), o);
     const GuardOutcome guarded = run_guard_for(model, original, candidates, guard, input_file);
     const std::vector<CandidateOrigin> timed = origins(candidates);
     Outcome written = candidates.empty() || guarded.decision == "input"
@@ -828,9 +867,9 @@ inline void add_optimize_command(CLI::App& app) {
                     "cudnn and analytic:PRESET")
         ->delimiter(',')->capture_default_str();
     cmd->add_option("--guard", o->guard,
-                    "time the input and the best candidates in ONNX Runtime and write a candidate only if it is faster: "
-                    "auto (on for a CPU target when ONNX Runtime is installed), ort or none")
-        ->check(CLI::IsMember({"auto", "ort", "none"}))->capture_default_str();
+                    "time the input and the best candidates whole and write a candidate only if it is faster: auto (ONNX "
+                    "Runtime for an ort-cpu target when it is installed, the CUDA executor for a cuda target), ort, cuda or none")
+        ->check(CLI::IsMember({"auto", "ort", "cuda", "none"}))->capture_default_str();
     cmd->add_option("--guard-levels", o->guard_levels,
                     "further ONNX Runtime levels the guard times at, where the written model must not be slower (the "
                     "target's own level, where it must be faster, is always timed first)")

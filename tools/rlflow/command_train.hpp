@@ -13,6 +13,7 @@
 #include "progress.hpp"
 #include "ranks.hpp"
 
+#include <rlflow/core/canonical.hpp>
 #include <rlflow/cost.hpp>
 #include <rlflow/cost/ort_backend.hpp>
 #include <rlflow/core/parallel.hpp>
@@ -26,10 +27,13 @@
 #include <cmath>
 #include <concepts>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
+#include <unordered_map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -155,14 +159,59 @@ inline rl::AgentState agent_state_for(const TrainOptions& o, const std::string& 
     return state;
 }
 
+/// With --reward gpu-latency: whole graphs timed on the GPU by the CUDA plugin's executor,
+/// each new graph (by canonical form) once: the median of `runs` CUDA Graph replays after
+/// warm-ups. A GPU's replays of one graph differ by a few microseconds, so unlike ORT's no
+/// reference is timed beside each graph.
+class GpuLatency {
+public:
+    GpuLatency(std::unique_ptr<GpuGraphRunner> runner, int runs, std::uint64_t seed)
+        : m_runner(std::move(runner)), m_runs(runs), m_seed(seed) {}
+
+    [[nodiscard]] double operator()(const Graph& g) {
+        const std::uint64_t key = canonical_hash(g);
+        const std::lock_guard lock(m_mutex);
+        if (const auto it = m_cache.find(key); it != m_cache.end()) return it->second;
+        constexpr int warmup = 3;
+        const std::vector<std::vector<double>> runs = m_runner->time_interleaved({&g}, warmup, m_runs, m_seed);
+        const double ms = cost::detail::median(runs.at(0));
+        m_cache.emplace(key, ms);
+        return ms;
+    }
+    /// What rewards come from: the executor and its device.
+    [[nodiscard]] std::string name() const { return m_runner->name() + ":latency"; }
+    [[nodiscard]] std::size_t measured() const {
+        const std::lock_guard lock(m_mutex);
+        return m_cache.size();
+    }
+
+private:
+    std::unique_ptr<GpuGraphRunner> m_runner;
+    int m_runs;
+    std::uint64_t m_seed;
+    mutable std::mutex m_mutex;
+    std::unordered_map<std::uint64_t, double> m_cache;
+};
+
 /// With --reward ort-latency: whole graphs timed in ORT (as X-RLflow), on the cost
-/// backend's worker when it has one, else on a worker of its own; otherwise none.
+/// backend's worker when it has one, else on a worker of its own; with --reward
+/// gpu-latency (a cuda target): timed on the GPU; otherwise none.
 template <cost::CostBackend Backend>
 struct LatencyReward {
     std::unique_ptr<cost::OrtWorker> own_worker;
     std::unique_ptr<rl::OrtLatency> latency;
+    std::unique_ptr<GpuLatency> gpu;
 
     LatencyReward(const TrainOptions& o, cost::CostModel<Backend>& model) {
+        if (o.reward == "gpu-latency") {
+            if (o.target.kind != cost::TargetKind::cuda)
+                throw precondition_error("--reward gpu-latency times whole graphs on the GPU; the target is " + o.target.describe()
+                                         + " (use --target cuda)");
+            const LoadedCudaPlugin& plugin = cuda_plugin();
+            if (!plugin.api) throw precondition_error("--reward gpu-latency: " + plugin.reason);
+            gpu = std::make_unique<GpuLatency>(plugin.api->make_graph_runner(o.target.gpu), o.latency_runs, o.seed);
+            return;
+        }
         if (o.reward != "ort-latency") return;
         cost::OrtWorker* worker = nullptr;
         if constexpr (std::same_as<Backend, cost::OrtBackend>) {
@@ -180,8 +229,13 @@ struct LatencyReward {
     }
     /// The measure rewards come from (empty: the cost model's per-op sum).
     [[nodiscard]] rl::GraphMeasure measure() const {
+        if (gpu) return [l = gpu.get()](const Graph& g) { return (*l)(g); };
         if (!latency) return {};
         return [l = latency.get()](const Graph& g) { return (*l)(g); };
+    }
+    /// The name of what rewards come from, as agents record it.
+    [[nodiscard]] std::string source(const std::string& cost_model) const {
+        return gpu ? gpu->name() : latency ? latency->name() : cost_model;
     }
 };
 
@@ -307,7 +361,7 @@ void train_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
     const std::filesystem::path dir(o.checkpoint);
     cost::CostModel<Backend> model(std::move(backend));
     const LatencyReward<Backend> reward(o, model);
-    const std::string rewards_from = reward.latency ? reward.latency->name() : model.name();
+    const std::string rewards_from = reward.source(model.name());
     rl::AgentState state = agent_state_for(o, rewards_from);
     // Measured op prices are shared with optimize through the same cache file.
     const std::optional<std::filesystem::path> cache = cost_cache_path(o.cost_cache, model.name());
@@ -434,7 +488,7 @@ void train_mb_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
     options.model.reward_bins = o.reward_bins;
     options.seed = options.model.seed = options.controller.seed = o.seed;
     rl::MbAgentState state{.rules = rl::rule_names(*rules), .model = options.model, .controller = options.controller, .env = options.env,
-                           .temperature = o.temperature, .cost_backend = reward.latency ? reward.latency->name() : model.name(),
+                           .temperature = o.temperature, .cost_backend = reward.source(model.name()),
                            .target = o.trained_for, .graphs = o.graphs, .seed = o.seed};
     const std::vector<std::string> keys = interface_keys(graphs);
     rl::MbTrainer<AgentBackend, Backend> trainer(std::move(graphs), rules, model, options, o.jobs, reward.measure(), ranks.comm());
@@ -497,9 +551,9 @@ void train_mb_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
 
 inline void dispatch_train(TrainOptions o) {
     Ranks ranks;
-    if (ranks.size() > 1 && o.reward == "ort-latency")
-        throw precondition_error("--reward ort-latency times whole graphs, and ranks sharing a machine would disturb each other's "
-                                 "timings; run it without mpirun");
+    if (ranks.size() > 1 && o.reward != "cost")
+        throw precondition_error("--reward " + o.reward + " times whole graphs, and ranks sharing a machine would disturb each "
+                                 "other's timings; run it without mpirun");
     ranks.warn_if_bound(o.jobs);
     const auto run = [&](auto backend) {
         if (o.agent == "mb") return train_mb_with(o, std::move(backend), ranks);
@@ -539,9 +593,10 @@ inline void add_train_command(CLI::App& app) {
         ->excludes("--resume");
     add_target_flags(*cmd, o->where);
     cmd->add_option("--reward", o->reward,
-                    "what rewards measure: cost (the --cost backend's per-op sum) or ort-latency (each new graph timed "
-                    "whole in ONNX Runtime, as X-RLflow; slow)")
-        ->check(CLI::IsMember({"cost", "ort-latency"}))->capture_default_str();
+                    "what rewards measure: cost (the --cost backend's per-op sum), ort-latency (each new graph timed "
+                    "whole in ONNX Runtime, as X-RLflow; slow) or gpu-latency (each new graph timed whole on the GPU by "
+                    "the CUDA executor; --target cuda)")
+        ->check(CLI::IsMember({"cost", "ort-latency", "gpu-latency"}))->capture_default_str();
     cmd->add_option("--latency-runs", o->latency_runs,
                     "--reward ort-latency: interleaved timed runs of each graph and its start per session")
         ->check(CLI::Range(1, 1000))->capture_default_str();

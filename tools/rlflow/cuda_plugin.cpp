@@ -1,5 +1,6 @@
 // The CLI's CUDA plugin (librlflow_cuda_plugin.so): the cuDNN/cuBLAS profiler behind the
-// interface of cuda_plugin.hpp. The only translation unit of the CLI that links CUDA.
+// interface of cuda_plugin.hpp, and its entry point. With cuda_graph_runner.cu (the
+// whole-graph executor, compiled by nvcc), the only code of the CLI that links CUDA.
 
 #include "cuda_plugin.hpp"
 
@@ -24,7 +25,8 @@ int device_count() noexcept { return rlflow::cost::CudnnProfiler::device_count()
 
 std::unique_ptr<rlflow::cli::GpuCostBackend> make_profiler(int device) { return std::make_unique<PluginProfiler>(device); }
 
-const rlflow::cli::CudaPluginApi api{rlflow::cli::CudaPluginApi::current_version, &device_count, &make_profiler};
+const rlflow::cli::CudaPluginApi api{rlflow::cli::CudaPluginApi::current_version, &device_count, &make_profiler,
+                                     &rlflow::cli::make_cuda_graph_runner};
 
 }  // namespace
 

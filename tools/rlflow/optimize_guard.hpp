@@ -1,11 +1,15 @@
 #pragma once
-// `rlflow optimize`'s end-to-end guard in ONNX Runtime (search/guard.hpp decides): the
-// input and the best few candidates are timed whole, interleaved, at the guard's levels;
+// `rlflow optimize`'s end-to-end guard (search/guard.hpp decides): the input and the best
+// few candidates are timed whole, interleaved, in ONNX Runtime at the guard's levels (an
+// ort-cpu target) or on the GPU by the CUDA plugin's whole-graph executor (a cuda target);
 // the fastest candidate that is faster beyond the noise is written, else the input.
 
+#include "cuda_plugin.hpp"
 #include "progress.hpp"
 
 #include <rlflow/cost/ort_backend.hpp>
+#include <rlflow/exec/random.hpp>
+#include <rlflow/onnx/import.hpp>
 #include <rlflow/search/guard.hpp>
 
 #include <nlohmann/json.hpp>
@@ -19,8 +23,10 @@ namespace rlflow::cli {
 
 /// How the guard runs.
 struct GuardSettings {
-    /// "ort" or "none" ("auto" is resolved before).
+    /// "ort", "cuda" or "none" ("auto" is resolved before).
     std::string mode = "ort";
+    /// The GPU a cuda guard times on.
+    int gpu = 0;
     /// Levels to time at; the first must gain, the others must not lose.
     std::vector<std::string> levels;
     int threads = 1;
@@ -64,20 +70,42 @@ inline auto ort_timer(cost::OrtWorker& worker, const GuardSettings& settings, st
     };
 }
 
-/// Runs the guard over `candidates` (cheapest first by the cost model).
-inline GuardOutcome guard_in_ort(cost::OrtWorker& worker, const Graph& input, const std::vector<const Graph*>& candidates,
-                                 const GuardSettings& settings, const std::optional<std::filesystem::path>& input_file) {
+/// Times files on the GPU with the CUDA executor, interleaved (one replay of each model a
+/// round, as the guard's rounds are); when one cannot be read back or run, none is timed.
+inline auto gpu_timer(GpuGraphRunner& runner, const GuardSettings& settings, std::vector<std::string>& errors) {
+    return [&runner, &settings, &errors](const std::vector<std::filesystem::path>& files, const std::string&) {
+        ProgressBar bar("guard cuda", 1);
+        bar.update(0, "timing " + std::to_string(files.size()) + " models on the GPU");
+        std::vector<std::vector<double>> runs(files.size());
+        try {
+            std::vector<Graph> graphs;
+            for (const std::filesystem::path& f : files) graphs.push_back(onnx_io::load_onnx(f));
+            std::vector<const Graph*> timed;
+            for (const Graph& g : graphs) timed.push_back(&g);
+            runs = runner.time_interleaved(timed, settings.decision.warmup, settings.decision.rounds, settings.seed);
+        } catch (const std::exception& e) {
+            errors.push_back(e.what());
+        }
+        bar.finish();
+        return runs;
+    };
+}
+
+/// Runs the guard over `candidates` (cheapest first by the cost model), timing with
+/// `timer`; `runtime` names what times them, for the console and the report.
+template <class Timer>
+GuardOutcome guard_with(Timer&& timer, const std::string& runtime, const Graph& input, const std::vector<const Graph*>& candidates,
+                        const GuardSettings& settings, const std::optional<std::filesystem::path>& input_file,
+                        std::vector<std::string>& errors) {
     GuardOutcome outcome;
-    std::vector<std::string> errors;
     const cost::detail::ScratchFolder scratch({});
-    outcome.detail = search::run_guard(input, candidates, settings.levels, scratch.path(), ort_timer(worker, settings, errors),
-                                       settings.decision, input_file);
+    outcome.detail = search::run_guard(input, candidates, settings.levels, scratch.path(), timer, settings.decision, input_file);
     outcome.before_ms = outcome.detail.input_median_ms;
     outcome.after_ms = outcome.before_ms;
     if (outcome.before_ms <= 0 && !errors.empty()) {
-        // ORT cannot run the input: nothing to compare with, the guard cannot judge.
+        // The runtime cannot run the input: nothing to compare with, the guard cannot judge.
         outcome.decision = "unavailable";
-        outcome.reason = "ONNX Runtime cannot run the input (" + errors.front() + "); the result is not timed";
+        outcome.reason = runtime + " cannot run the input (" + errors.front() + "); the result is not timed";
         return outcome;
     }
     outcome.reason = outcome.detail.reason;
@@ -93,6 +121,20 @@ inline GuardOutcome guard_in_ort(cost::OrtWorker& worker, const Graph& input, co
     outcome.before_ms = v.input_median_ms;
     outcome.after_ms = v.candidate_median_ms;
     return outcome;
+}
+
+/// The guard in ONNX Runtime, timed by `worker`.
+inline GuardOutcome guard_in_ort(cost::OrtWorker& worker, const Graph& input, const std::vector<const Graph*>& candidates,
+                                 const GuardSettings& settings, const std::optional<std::filesystem::path>& input_file) {
+    std::vector<std::string> errors;
+    return guard_with(ort_timer(worker, settings, errors), "ONNX Runtime", input, candidates, settings, input_file, errors);
+}
+
+/// The guard on the GPU, timed by the CUDA plugin's whole-graph executor.
+inline GuardOutcome guard_on_gpu(GpuGraphRunner& runner, const Graph& input, const std::vector<const Graph*>& candidates,
+                                 const GuardSettings& settings, const std::optional<std::filesystem::path>& input_file) {
+    std::vector<std::string> errors;
+    return guard_with(gpu_timer(runner, settings, errors), "The CUDA executor", input, candidates, settings, input_file, errors);
 }
 
 /// One comparison of a candidate with the input, as the report gives it (candidates from 1).

@@ -22,6 +22,8 @@ struct NodeId {
 
     [[nodiscard]] constexpr bool valid() const noexcept { return value != invalid; }
     friend constexpr auto operator<=>(NodeId, NodeId) = default;
+    // Declared too, not only implied by <=>: nvcc (13.0) emits no body for an implied ==.
+    friend constexpr bool operator==(NodeId, NodeId) = default;
 };
 
 /// An edge source: output `index` of node `node`. A default-constructed ref is an absent
@@ -32,6 +34,7 @@ struct TensorRef {
 
     [[nodiscard]] constexpr bool present() const noexcept { return node.valid(); }
     friend constexpr auto operator<=>(TensorRef, TensorRef) = default;
+    friend constexpr bool operator==(TensorRef, TensorRef) = default;
 };
 
 /// An edge target: input slot `input` of node `node`.
@@ -39,6 +42,7 @@ struct Use {
     NodeId node;
     std::uint32_t input = 0;
     friend constexpr auto operator<=>(Use, Use) = default;
+    friend constexpr bool operator==(Use, Use) = default;
 };
 
 /// One output tensor of a node, with its consumers.

@@ -116,16 +116,9 @@ public:
         RLFLOW_EXPECTS(unavailable.empty(), precondition_error, "cuDNN profiler: " + unavailable);
         m_name = profiler_name(properties.name, m_math);
         RLFLOW_CUDA_CHECK(cudaSetDevice(m_device));
-        RLFLOW_CUDA_CHECK(cudaStreamCreateWithFlags(m_stream.out(), cudaStreamNonBlocking));
-        RLFLOW_CUDA_CHECK(cudaEventCreate(m_start.out()));
-        RLFLOW_CUDA_CHECK(cudaEventCreate(m_stop.out()));
-        RLFLOW_CUDA_CHECK(cudnnCreate(m_cudnn.out()));
-        RLFLOW_CUDA_CHECK(cudnnSetStream(m_cudnn.get(), m_stream.get()));
-        RLFLOW_CUDA_CHECK(cublasCreate(m_cublas.out()));
-        RLFLOW_CUDA_CHECK(cublasSetStream(m_cublas.get(), m_stream.get()));
         // The handle's math mode governs cuBLAS calls that take no compute type; the GEMMs
         // timed here pass the matching compute type too, so both say the same thing.
-        RLFLOW_CUDA_CHECK(cublasSetMathMode(m_cublas.get(), m_math_settings.cublas));
+        m_session.emplace(m_math_settings.cublas);
     }
 
     /// The number of CUDA devices; 0 when there is none or no usable driver.
@@ -176,6 +169,96 @@ public:
     /// The arithmetic its convolutions and matrix products use.
     [[nodiscard]] MathMode math_mode() const noexcept { return m_math; }
 
+    /// What a MathMode sets in each library (the table in the file's comment).
+    struct MathSettings {
+        /// Set on every convolution descriptor before FindEx searches it.
+        cudnnMathType_t convolution;
+        /// cublasSetMathMode on the handle.
+        cublasMath_t cublas;
+        /// The compute type of cublasGemmEx and cublasGemmStridedBatchedEx.
+        cublasComputeType_t gemm_compute;
+    };
+
+    [[nodiscard]] static constexpr MathSettings math_settings(MathMode mode) noexcept {
+        // fp32 keeps cuBLAS's default math rather than CUBLAS_PEDANTIC_MATH: with
+        // COMPUTE_32F neither uses TF32, and the default is what fp32 frameworks run with
+        // TF32 off, while cuBLAS documents pedantic as a debugging mode that may be slower.
+        if (mode == MathMode::tf32)
+            return {.convolution = CUDNN_DEFAULT_MATH,
+                    .cublas = CUBLAS_TF32_TENSOR_OP_MATH,
+                    .gemm_compute = CUBLAS_COMPUTE_32F_FAST_TF32};
+        return {.convolution = CUDNN_FMA_MATH, .cublas = CUBLAS_DEFAULT_MATH, .gemm_compute = CUBLAS_COMPUTE_32F};
+    }
+
+    /// What this profiler's math mode sets in cuDNN and cuBLAS.
+    [[nodiscard]] MathSettings settings() const noexcept { return m_math_settings; }
+
+    /// The convolution descriptors of one geometry, the output's dims with them.
+    struct ConvSetup {
+        detail::TensorDescriptor input, output, bias;
+        detail::FilterDescriptor filter;
+        detail::ConvolutionDescriptor convolution;
+        std::array<int, 4> output_dims{};
+    };
+
+    /// The descriptors of convolution `g` (cuDNN pads both ends of an axis alike), the
+    /// convolution descriptor set to `math`.
+    [[nodiscard]] static ConvSetup conv_setup(const detail::ConvGeometry& g, cudnnMathType_t math) {
+        ConvSetup s;
+        s.input = detail::tensor_descriptor(g.input);
+        RLFLOW_CUDA_CHECK(cudnnCreateFilterDescriptor(s.filter.out()));
+        RLFLOW_CUDA_CHECK(cudnnSetFilter4dDescriptor(s.filter.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, g.filter[0],
+                                                     g.filter[1], g.filter[2], g.filter[3]));
+        const detail::Window2d& w = g.window;
+        RLFLOW_CUDA_CHECK(cudnnCreateConvolutionDescriptor(s.convolution.out()));
+        RLFLOW_CUDA_CHECK(cudnnSetConvolution2dDescriptor(s.convolution.get(), w.pads[0], w.pads[1], w.strides[0],
+                                                          w.strides[1], w.dilations[0], w.dilations[1],
+                                                          CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+        RLFLOW_CUDA_CHECK(cudnnSetConvolutionGroupCount(s.convolution.get(), g.group));
+        RLFLOW_CUDA_CHECK(cudnnSetConvolutionMathType(s.convolution.get(), math));
+        auto& o = s.output_dims;
+        RLFLOW_CUDA_CHECK(cudnnGetConvolution2dForwardOutputDim(s.convolution.get(), s.input.get(), s.filter.get(),
+                                                                &o[0], &o[1], &o[2], &o[3]));
+        s.output = detail::tensor_descriptor(o);
+        s.bias = detail::tensor_descriptor(std::array{1, g.filter[0], 1, 1});
+        return s;
+    }
+
+    /// The fastest algorithm for convolution `g` that the math mode allows, found once per
+    /// geometry (cost/cuda_executor.hpp runs its convolutions with it too). The heuristic
+    /// lists every algorithm with the workspace it needs; FindEx then runs each within the
+    /// largest such workspace (at most max_workspace_bytes), under the descriptor's math
+    /// type, and returns them fastest first.
+    [[nodiscard]] detail::ConvAlgorithm convolution_algorithm(const detail::ConvGeometry& g) {
+        if (const auto it = m_conv_algorithms.find(g); it != m_conv_algorithms.end()) return it->second;
+        const ConvSetup s = conv_setup(g, m_math_settings.convolution);
+        std::array<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> results{};
+        int count = 0;
+        RLFLOW_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+            m_session->cudnn.get(), s.input.get(), s.filter.get(), s.convolution.get(), s.output.get(),
+            static_cast<int>(results.size()), &count, results.data()));
+        std::size_t workspace = 0;
+        for (int i = 0; i < count; ++i)
+            if (results[i].status == CUDNN_STATUS_SUCCESS)
+                workspace = std::max(workspace, std::min(results[i].memory, max_workspace_bytes));
+        const auto buffers = carve({detail::float_bytes(g.input), detail::float_bytes(g.filter),
+                                    detail::float_bytes(s.output_dims), workspace});
+        RLFLOW_CUDA_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
+            m_session->cudnn.get(), s.input.get(), buffers[0], s.filter.get(), buffers[1], s.convolution.get(), s.output.get(),
+            buffers[2], conv_algorithms_requested, &count, results.data(), buffers[3], workspace));
+        for (int i = 0; i < count; ++i) {
+            const std::optional<cudnnMathType_t> math = conv_math(results[i].mathType);
+            if (results[i].status != CUDNN_STATUS_SUCCESS || results[i].memory > workspace || !math) continue;
+            const detail::ConvAlgorithm found{results[i].algo, *math, results[i].memory};
+            m_conv_algorithms.emplace(g, found);
+            return found;
+        }
+        throw cuda_error("cudnnFindConvolutionForwardAlgorithmEx found no " + std::string(math_mode_name(m_math))
+                         + " algorithm for a convolution of input "
+                         + Shape{g.input[0], g.input[1], g.input[2], g.input[3]}.to_string() + " with filter "
+                         + Shape{g.filter[0], g.filter[1], g.filter[2], g.filter[3]}.to_string());
+    }
+
     /// Milliseconds for one execution of `op` on the device. Throws cuda_error when a
     /// CUDA, cuDNN or cuBLAS call fails.
     [[nodiscard]] double op_cost_ms(const OpSignature& op) {
@@ -209,27 +292,6 @@ public:
 private:
     using TensorDescriptor = detail::TensorDescriptor;
 
-    /// What a MathMode sets in each library (the table in the file's comment).
-    struct MathSettings {
-        /// Set on every convolution descriptor before FindEx searches it.
-        cudnnMathType_t convolution;
-        /// cublasSetMathMode on the handle.
-        cublasMath_t cublas;
-        /// The compute type of cublasGemmEx and cublasGemmStridedBatchedEx.
-        cublasComputeType_t gemm_compute;
-    };
-
-    [[nodiscard]] static constexpr MathSettings math_settings(MathMode mode) noexcept {
-        // fp32 keeps cuBLAS's default math rather than CUBLAS_PEDANTIC_MATH: with
-        // COMPUTE_32F neither uses TF32, and the default is what fp32 frameworks run with
-        // TF32 off, while cuBLAS documents pedantic as a debugging mode that may be slower.
-        if (mode == MathMode::tf32)
-            return {.convolution = CUDNN_DEFAULT_MATH,
-                    .cublas = CUBLAS_TF32_TENSOR_OP_MATH,
-                    .gemm_compute = CUBLAS_COMPUTE_32F_FAST_TF32};
-        return {.convolution = CUDNN_FMA_MATH, .cublas = CUBLAS_DEFAULT_MATH, .gemm_compute = CUBLAS_COMPUTE_32F};
-    }
-
     /// The math type to time a convolution algorithm with that FindEx reported running
     /// with `reported`, or nullopt where the mode forbids what it reported. FP16
     /// down-conversion is never allowed. fp32 times with CUDNN_FMA_MATH whatever was
@@ -259,14 +321,6 @@ private:
         return properties;
     }
 
-    /// The convolution descriptors of one geometry, the output's dims with them.
-    struct ConvSetup {
-        TensorDescriptor input, output, bias;
-        detail::FilterDescriptor filter;
-        detail::ConvolutionDescriptor convolution;
-        std::array<int, 4> output_dims{};
-    };
-
     static constexpr float one = 1.0F;
     static constexpr float zero = 0.0F;
 
@@ -274,82 +328,28 @@ private:
     template <class Launch>
     [[nodiscard]] double time_ms(Launch&& launch) {
         for (int i = 0; i < warmup_runs; ++i) launch();
-        RLFLOW_CUDA_CHECK(cudaEventRecord(m_start.get(), m_stream.get()));
+        RLFLOW_CUDA_CHECK(cudaEventRecord(m_session->start.get(), m_session->stream.get()));
         for (int i = 0; i < timed_runs; ++i) launch();
-        RLFLOW_CUDA_CHECK(cudaEventRecord(m_stop.get(), m_stream.get()));
-        RLFLOW_CUDA_CHECK(cudaEventSynchronize(m_stop.get()));
+        RLFLOW_CUDA_CHECK(cudaEventRecord(m_session->stop.get(), m_session->stream.get()));
+        RLFLOW_CUDA_CHECK(cudaEventSynchronize(m_session->stop.get()));
         float total_ms = 0.0F;
-        RLFLOW_CUDA_CHECK(cudaEventElapsedTime(&total_ms, m_start.get(), m_stop.get()));
+        RLFLOW_CUDA_CHECK(cudaEventElapsedTime(&total_ms, m_session->start.get(), m_session->stop.get()));
         return static_cast<double>(total_ms) / timed_runs;
     }
 
     [[nodiscard]] std::vector<float*> carve(std::initializer_list<std::size_t> bytes) {
-        return m_scratch.carve(bytes, m_stream.get());
+        return m_scratch.carve(bytes, m_session->stream.get());
     }
 
     // ---- convolution ----------------------------------------------------------------------
-
-    [[nodiscard]] ConvSetup conv_setup(const detail::ConvGeometry& g) const {
-        ConvSetup s;
-        s.input = detail::tensor_descriptor(g.input);
-        RLFLOW_CUDA_CHECK(cudnnCreateFilterDescriptor(s.filter.out()));
-        RLFLOW_CUDA_CHECK(cudnnSetFilter4dDescriptor(s.filter.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, g.filter[0],
-                                                     g.filter[1], g.filter[2], g.filter[3]));
-        const detail::Window2d& w = g.window;
-        RLFLOW_CUDA_CHECK(cudnnCreateConvolutionDescriptor(s.convolution.out()));
-        RLFLOW_CUDA_CHECK(cudnnSetConvolution2dDescriptor(s.convolution.get(), w.pads[0], w.pads[1], w.strides[0],
-                                                          w.strides[1], w.dilations[0], w.dilations[1],
-                                                          CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-        RLFLOW_CUDA_CHECK(cudnnSetConvolutionGroupCount(s.convolution.get(), g.group));
-        RLFLOW_CUDA_CHECK(cudnnSetConvolutionMathType(s.convolution.get(), m_math_settings.convolution));
-        auto& o = s.output_dims;
-        RLFLOW_CUDA_CHECK(cudnnGetConvolution2dForwardOutputDim(s.convolution.get(), s.input.get(), s.filter.get(),
-                                                                &o[0], &o[1], &o[2], &o[3]));
-        s.output = detail::tensor_descriptor(o);
-        s.bias = detail::tensor_descriptor(std::array{1, g.filter[0], 1, 1});
-        return s;
-    }
-
-    /// The fastest algorithm for `g` the math mode allows, found once. The heuristic lists
-    /// every algorithm with the workspace it needs; FindEx then runs each within the
-    /// largest such workspace (at most max_workspace_bytes), under the descriptor's math
-    /// type, and returns them fastest first.
-    [[nodiscard]] detail::ConvAlgorithm conv_algorithm(const detail::ConvGeometry& g, const ConvSetup& s) {
-        if (const auto it = m_conv_algorithms.find(g); it != m_conv_algorithms.end()) return it->second;
-        std::array<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> results{};
-        int count = 0;
-        RLFLOW_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
-            m_cudnn.get(), s.input.get(), s.filter.get(), s.convolution.get(), s.output.get(),
-            static_cast<int>(results.size()), &count, results.data()));
-        std::size_t workspace = 0;
-        for (int i = 0; i < count; ++i)
-            if (results[i].status == CUDNN_STATUS_SUCCESS)
-                workspace = std::max(workspace, std::min(results[i].memory, max_workspace_bytes));
-        const auto buffers = carve({detail::float_bytes(g.input), detail::float_bytes(g.filter),
-                                    detail::float_bytes(s.output_dims), workspace});
-        RLFLOW_CUDA_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-            m_cudnn.get(), s.input.get(), buffers[0], s.filter.get(), buffers[1], s.convolution.get(), s.output.get(),
-            buffers[2], conv_algorithms_requested, &count, results.data(), buffers[3], workspace));
-        for (int i = 0; i < count; ++i) {
-            const std::optional<cudnnMathType_t> math = conv_math(results[i].mathType);
-            if (results[i].status != CUDNN_STATUS_SUCCESS || results[i].memory > workspace || !math) continue;
-            const detail::ConvAlgorithm found{results[i].algo, *math, results[i].memory};
-            m_conv_algorithms.emplace(g, found);
-            return found;
-        }
-        throw cuda_error("cudnnFindConvolutionForwardAlgorithmEx found no " + std::string(math_mode_name(m_math))
-                         + " algorithm for a convolution of input "
-                         + Shape{g.input[0], g.input[1], g.input[2], g.input[3]}.to_string() + " with filter "
-                         + Shape{g.filter[0], g.filter[1], g.filter[2], g.filter[3]}.to_string());
-    }
 
     /// A convolution with its bias and fused activation. cuDNN fuses ReLU (and identity,
     /// with one algorithm only) into cudnnConvolutionBiasActivationForward; should it
     /// refuse the chosen algorithm, the unfused sequence is timed instead.
     [[nodiscard]] double conv_ms(const OpSignature& op) {
         const detail::ConvGeometry g = detail::conv_geometry(op);
-        const ConvSetup s = conv_setup(g);
-        const detail::ConvAlgorithm a = conv_algorithm(g, s);
+        const ConvSetup s = conv_setup(g, m_math_settings.convolution);
+        const detail::ConvAlgorithm a = convolution_algorithm(g);
         RLFLOW_CUDA_CHECK(cudnnSetConvolutionMathType(s.convolution.get(), a.math));
         const auto activation = static_cast<Activation>(op.attributes.get_int("activation", 0));
         const bool has_bias = op.inputs.size() == 3;
@@ -361,7 +361,7 @@ private:
         float *x = buffers[0], *w = buffers[1], *y = buffers[2], *bias = buffers[3], *workspace = buffers[4];
         const auto convolve_bias_relu = [&] {
             return cudnnConvolutionBiasActivationForward(
-                m_cudnn.get(), &one, s.input.get(), x, s.filter.get(), w, s.convolution.get(), a.algorithm, workspace,
+                m_session->cudnn.get(), &one, s.input.get(), x, s.filter.get(), w, s.convolution.get(), a.algorithm, workspace,
                 a.workspace_bytes, &zero, s.output.get(), y, s.bias.get(), bias, act.get(), s.output.get(), y);
         };
         if (activation == Activation::Relu) {
@@ -372,13 +372,13 @@ private:
             }
         }
         return time_ms([&] {
-            RLFLOW_CUDA_CHECK(cudnnConvolutionForward(m_cudnn.get(), &one, s.input.get(), x, s.filter.get(), w,
+            RLFLOW_CUDA_CHECK(cudnnConvolutionForward(m_session->cudnn.get(), &one, s.input.get(), x, s.filter.get(), w,
                                                       s.convolution.get(), a.algorithm, workspace, a.workspace_bytes,
                                                       &zero, s.output.get(), y));
             if (has_bias)
-                RLFLOW_CUDA_CHECK(cudnnAddTensor(m_cudnn.get(), &one, s.bias.get(), bias, &one, s.output.get(), y));
+                RLFLOW_CUDA_CHECK(cudnnAddTensor(m_session->cudnn.get(), &one, s.bias.get(), bias, &one, s.output.get(), y));
             if (activation != Activation::None)
-                RLFLOW_CUDA_CHECK(cudnnActivationForward(m_cudnn.get(), act.get(), &one, s.output.get(), y, &zero,
+                RLFLOW_CUDA_CHECK(cudnnActivationForward(m_session->cudnn.get(), act.get(), &one, s.output.get(), y, &zero,
                                                          s.output.get(), y));
         });
     }
@@ -394,11 +394,11 @@ private:
         const cublasOperation_t op_b = g.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
         const cublasComputeType_t compute = m_math_settings.gemm_compute;
         if (g.batch == 1) {
-            RLFLOW_CUDA_CHECK(cublasGemmEx(m_cublas.get(), op_b, op_a, g.n, g.m, g.k, &g.alpha, b, CUDA_R_32F, g.ldb, a,
+            RLFLOW_CUDA_CHECK(cublasGemmEx(m_session->cublas.get(), op_b, op_a, g.n, g.m, g.k, &g.alpha, b, CUDA_R_32F, g.ldb, a,
                                            CUDA_R_32F, g.lda, &zero, c, CUDA_R_32F, g.n, compute, CUBLAS_GEMM_DEFAULT));
             return;
         }
-        RLFLOW_CUDA_CHECK(cublasGemmStridedBatchedEx(m_cublas.get(), op_b, op_a, g.n, g.m, g.k, &g.alpha, b, CUDA_R_32F,
+        RLFLOW_CUDA_CHECK(cublasGemmStridedBatchedEx(m_session->cublas.get(), op_b, op_a, g.n, g.m, g.k, &g.alpha, b, CUDA_R_32F,
                                                      g.ldb, g.stride_b, a, CUDA_R_32F, g.lda, g.stride_a, &zero, c,
                                                      CUDA_R_32F, g.n, static_cast<long long>(g.m) * g.n, g.batch,
                                                      compute, CUBLAS_GEMM_DEFAULT));
@@ -418,7 +418,7 @@ private:
             run_gemm(g, buffers[0], buffers[1], buffers[2]);
             if (has_bias)
                 RLFLOW_CUDA_CHECK(
-                    cudnnAddTensor(m_cudnn.get(), &beta, bias.get(), buffers[3], &one, output.get(), buffers[2]));
+                    cudnnAddTensor(m_session->cudnn.get(), &beta, bias.get(), buffers[3], &one, output.get(), buffers[2]));
         });
     }
 
@@ -455,7 +455,7 @@ private:
                                cd = detail::tensor_descriptor(c);
         const auto buffers = carve({detail::float_bytes(a), detail::float_bytes(b), detail::float_bytes(c)});
         return time_ms([&] {
-            RLFLOW_CUDA_CHECK(cudnnOpTensor(m_cudnn.get(), descriptor.get(), &one, ad.get(), buffers[0], &one, bd.get(),
+            RLFLOW_CUDA_CHECK(cudnnOpTensor(m_session->cudnn.get(), descriptor.get(), &one, ad.get(), buffers[0], &one, bd.get(),
                                             buffers[1], &zero, cd.get(), buffers[2]));
         });
     }
@@ -466,7 +466,7 @@ private:
         const TensorDescriptor descriptor = detail::tensor_descriptor(dims);
         const auto buffers = carve({detail::float_bytes(dims), detail::float_bytes(dims)});
         return time_ms([&] {
-            RLFLOW_CUDA_CHECK(cudnnActivationForward(m_cudnn.get(), activation.get(), &one, descriptor.get(),
+            RLFLOW_CUDA_CHECK(cudnnActivationForward(m_session->cudnn.get(), activation.get(), &one, descriptor.get(),
                                                      buffers[0], &zero, descriptor.get(), buffers[1]));
         });
     }
@@ -490,7 +490,7 @@ private:
         const TensorDescriptor output = detail::tensor_descriptor(y);
         const auto buffers = carve({detail::float_bytes(x), detail::float_bytes(y)});
         return time_ms([&] {
-            RLFLOW_CUDA_CHECK(cudnnPoolingForward(m_cudnn.get(), pooling.get(), &one, input.get(), buffers[0], &zero,
+            RLFLOW_CUDA_CHECK(cudnnPoolingForward(m_session->cudnn.get(), pooling.get(), &one, input.get(), buffers[0], &zero,
                                                   output.get(), buffers[1]));
         });
     }
@@ -504,7 +504,7 @@ private:
         const TensorDescriptor descriptor = detail::tensor_descriptor(dims);
         const auto buffers = carve({detail::float_bytes(dims), detail::float_bytes(dims)});
         return time_ms([&] {
-            RLFLOW_CUDA_CHECK(cudnnSoftmaxForward(m_cudnn.get(), CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_CHANNEL,
+            RLFLOW_CUDA_CHECK(cudnnSoftmaxForward(m_session->cudnn.get(), CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_CHANNEL,
                                                   &one, descriptor.get(), buffers[0], &zero, descriptor.get(),
                                                   buffers[1]));
         });
@@ -523,7 +523,7 @@ private:
             carve({data_bytes, data_bytes, parameter_bytes, parameter_bytes, parameter_bytes, parameter_bytes});
         return time_ms([&] {
             RLFLOW_CUDA_CHECK(cudnnBatchNormalizationForwardInference(
-                m_cudnn.get(), CUDNN_BATCHNORM_SPATIAL, &one, &zero, data.get(), buffers[0], data.get(), buffers[1],
+                m_session->cudnn.get(), CUDNN_BATCHNORM_SPATIAL, &one, &zero, data.get(), buffers[0], data.get(), buffers[1],
                 parameters.get(), buffers[2], buffers[3], buffers[4], buffers[5], epsilon));
         });
     }
@@ -555,11 +555,11 @@ private:
                                                          CUDNN_32BIT_INDICES));
         std::size_t workspace_bytes = 0;
         RLFLOW_CUDA_CHECK(
-            cudnnGetReductionWorkspaceSize(m_cudnn.get(), reduce.get(), input.get(), output.get(), &workspace_bytes));
+            cudnnGetReductionWorkspaceSize(m_session->cudnn.get(), reduce.get(), input.get(), output.get(), &workspace_bytes));
         const auto buffers =
             carve({detail::float_bytes(input_dims), detail::float_bytes(output_dims), workspace_bytes});
         return time_ms([&] {
-            RLFLOW_CUDA_CHECK(cudnnReduceTensor(m_cudnn.get(), reduce.get(), nullptr, 0, buffers[2], workspace_bytes,
+            RLFLOW_CUDA_CHECK(cudnnReduceTensor(m_session->cudnn.get(), reduce.get(), nullptr, 0, buffers[2], workspace_bytes,
                                                 &one, input.get(), buffers[0], &zero, output.get(), buffers[1]));
         });
     }
@@ -574,7 +574,7 @@ private:
         if (bytes == 0) return 0.0;
         const auto buffers = carve({bytes, bytes});
         return time_ms([&] {
-            RLFLOW_CUDA_CHECK(cudaMemcpyAsync(buffers[1], buffers[0], bytes, cudaMemcpyDeviceToDevice, m_stream.get()));
+            RLFLOW_CUDA_CHECK(cudaMemcpyAsync(buffers[1], buffers[0], bytes, cudaMemcpyDeviceToDevice, m_session->stream.get()));
         });
     }
 
@@ -582,10 +582,8 @@ private:
     MathMode m_math = MathMode::fp32;
     MathSettings m_math_settings = math_settings(MathMode::fp32);
     std::string m_name;
-    detail::CudaStream m_stream;
-    detail::CudaEvent m_start, m_stop;
-    detail::CudnnHandle m_cudnn;
-    detail::CublasHandle m_cublas;
+    /// Set in the constructor, once the device is checked and current.
+    std::optional<detail::CudaSession> m_session;
     detail::DeviceScratch m_scratch;
     std::map<detail::ConvGeometry, detail::ConvAlgorithm> m_conv_algorithms;
 };

@@ -65,6 +65,26 @@ using PoolingDescriptor = CudaOwned<cudnnPoolingDescriptor_t, cudnnDestroyPoolin
 using OpTensorDescriptor = CudaOwned<cudnnOpTensorDescriptor_t, cudnnDestroyOpTensorDescriptor>;
 using ReduceTensorDescriptor = CudaOwned<cudnnReduceTensorDescriptor_t, cudnnDestroyReduceTensorDescriptor>;
 
+/// One non-blocking stream on the current device, with cuDNN and cuBLAS bound to it (cuBLAS
+/// in `math`), and two events to time work on it between.
+struct CudaSession {
+    CudaStream stream;
+    CudaEvent start, stop;
+    CudnnHandle cudnn;
+    CublasHandle cublas;
+
+    explicit CudaSession(cublasMath_t math) {
+        RLFLOW_CUDA_CHECK(cudaStreamCreateWithFlags(stream.out(), cudaStreamNonBlocking));
+        RLFLOW_CUDA_CHECK(cudaEventCreate(start.out()));
+        RLFLOW_CUDA_CHECK(cudaEventCreate(stop.out()));
+        RLFLOW_CUDA_CHECK(cudnnCreate(cudnn.out()));
+        RLFLOW_CUDA_CHECK(cudnnSetStream(cudnn.get(), stream.get()));
+        RLFLOW_CUDA_CHECK(cublasCreate(cublas.out()));
+        RLFLOW_CUDA_CHECK(cublasSetStream(cublas.get(), stream.get()));
+        RLFLOW_CUDA_CHECK(cublasSetMathMode(cublas.get(), math));
+    }
+};
+
 /// `value` as the int cuDNN and cuBLAS take for a dimension; throws precondition_error
 /// when it does not fit.
 [[nodiscard]] inline int to_int(std::int64_t value) {

@@ -116,11 +116,6 @@ template <class T>
     return static_cast<int>(value);
 }
 
-/// A grid for a grid-stride loop over n elements.
-[[nodiscard]] inline unsigned cuda_blocks(std::int64_t n) {
-    return static_cast<unsigned>(std::clamp<std::int64_t>((n + cuda_block_threads - 1) / cuda_block_threads, 1, cuda_max_blocks));
-}
-
 [[nodiscard]] inline DeviceStrided3 device_plan(const Strided3& p) {
     DeviceStrided3 d{};
     for (std::size_t i = 0; i < 3; ++i) {

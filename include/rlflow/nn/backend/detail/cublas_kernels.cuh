@@ -9,17 +9,19 @@
 #error "rlflow/nn/backend/detail/cublas_kernels.cuh holds CUDA kernels: include it only from .cu files compiled by nvcc"
 #endif
 
+#include <rlflow/core/detail/cuda_grid.cuh>
+
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 namespace rlflow::nn::detail {
 
-/// Threads per block of the element-wise kernels and of the row reductions (a power of 2,
-/// which the reductions' tree needs).
-inline constexpr int cuda_block_threads = 256;
-/// The most blocks a grid-stride launch asks for; each thread then loops over the rest.
-inline constexpr std::int64_t cuda_max_blocks = 65535;
+using rlflow::detail::cuda_block_threads;
+using rlflow::detail::cuda_blocks;
+using rlflow::detail::cuda_max_blocks;
+using rlflow::detail::grid_thread;
+using rlflow::detail::grid_threads;
 
 /// Strided3 (tensor_backend.hpp) as plain arrays, which device code reads without
 /// std::array's host-only accessors.
@@ -37,11 +39,6 @@ __device__ inline std::int64_t strided_offset(const DeviceStrided3& p, const std
     const std::int64_t h = rest / p.dims[1];
     return h * strides[0] + j * strides[1] + k * strides[2];
 }
-
-__device__ inline std::int64_t grid_thread() {
-    return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ inline std::int64_t grid_threads() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
 
 template <class T>
 __global__ void fill_kernel(T* out, std::int64_t n, T value) {
