@@ -672,6 +672,37 @@ inline std::vector<Outcome> distinct_candidates(const Graph& input, std::vector<
     return out;
 }
 
+/// At most `limit` candidates, taken in turn from each price model's own list (the first
+/// model to propose each, in the order the models searched): every model's cheapest
+/// first, then every model's second, and so on. Each candidate timed costs a written file
+/// and an ONNX Runtime session of the whole model (a BERT-base one writes 325 MB), so the
+/// guard's time is bounded by the limit, not by how many models propose.
+inline std::vector<Outcome> take_in_turn(std::vector<Outcome> candidates, std::size_t limit) {
+    std::vector<std::string> models;
+    std::vector<std::vector<std::size_t>> lists;
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+        const std::string& model = candidates[i].proposed_by.empty() ? std::string() : candidates[i].proposed_by.front();
+        const auto at = std::find(models.begin(), models.end(), model);
+        if (at == models.end()) {
+            models.push_back(model);
+            lists.push_back({i});
+        } else {
+            lists[static_cast<std::size_t>(at - models.begin())].push_back(i);
+        }
+    }
+    std::vector<Outcome> out;
+    for (std::size_t rank = 0; out.size() < limit; ++rank) {
+        bool any = false;
+        for (const std::vector<std::size_t>& list : lists) {
+            if (rank >= list.size() || out.size() >= limit) continue;
+            out.push_back(std::move(candidates[list[rank]]));
+            any = true;
+        }
+        if (!any) break;
+    }
+    return out;
+}
+
 /// Searches under each of `choices` and adds their cheapest graphs to `candidates`, priced
 /// by `primary` (the target's model) for the report.
 template <cost::CostBackend Primary>
@@ -747,7 +778,7 @@ OptimizedModel optimize_graph(const OptimizeOptions& o, const Graph& original, c
     std::vector<Proposal> proposals{{model.name(), candidates.size(), result.best_cost_ms, result.initial_cost_ms, result.seconds, result.reason}};
     const std::vector<Proposal> more = propose_more(o, original, target, rules, others, keep, model, candidates);
     proposals.insert(proposals.end(), more.begin(), more.end());
-    if (guard.mode != "none") candidates = distinct_candidates(original, std::move(candidates), o);
+    if (guard.mode != "none") candidates = take_in_turn(distinct_candidates(original, std::move(candidates), o), guard.candidates);
     const GuardOutcome guarded = run_guard_for(model, original, candidates, guard, input_file);
     const std::vector<CandidateOrigin> timed = origins(candidates);
     Outcome written = candidates.empty() || guarded.decision == "input"
@@ -874,7 +905,9 @@ inline void add_optimize_command(CLI::App& app) {
                     "further ONNX Runtime levels the guard times at, where the written model must not be slower (the "
                     "target's own level, where it must be faster, is always timed first)")
         ->check(CLI::IsMember({"disabled", "basic", "extended", "all"}));
-    cmd->add_option("--guard-candidates", o->guard_candidates, "how many of the cheapest graphs the guard times")
+    cmd->add_option("--guard-candidates", o->guard_candidates,
+                    "how many candidates the guard times at most: distinct graphs taken in turn from each price model's "
+                    "cheapest (each model searches for this many)")
         ->check(CLI::Range(1, 16))->capture_default_str();
     cmd->add_option("--guard-rounds", o->guard_rounds, "interleaved timed runs of each model")
         ->check(CLI::Range(5, 1000))->capture_default_str();
