@@ -377,6 +377,44 @@ TEST_CASE("folding arithmetic broadcasts and divides integers toward zero") {
                          doctest::Contains("cannot broadcast (3,) with (4,)"), onnx_error);
 }
 
+TEST_CASE("folding Mod takes the divisor's sign by default and the dividend's with fmod, and declines x mod 0") {
+    const Tensor n = ints({7, -7, 7, -7, 6}), d = ints({3, 3, -3, -3, 3});
+    CHECK(as_ints(fold_one(NodeBuilder("Mod", {"a", "b"}), {&n, &d})) == Ints{1, 2, -2, -1, 0});
+    CHECK(as_ints(fold_one(NodeBuilder("Mod", {"a", "b"}).attr("fmod", std::int64_t{1}), {&n, &d})) == Ints{1, -1, 1, -1, 0});
+    // Swin's shifted windows: (window - size mod window) mod window, broadcast against a scalar.
+    const Tensor sizes = ints({56, 28, 14, 7}), window = int_scalar(7);
+    CHECK(as_ints(fold_one(NodeBuilder("Mod", {"a", "b"}), {&sizes, &window})) == Ints{0, 0, 0, 0});
+    const Tensor lowest = ints({std::numeric_limits<std::int64_t>::min()}), minus_one = ints({-1});
+    CHECK(as_ints(fold_one(NodeBuilder("Mod", {"a", "b"}), {&lowest, &minus_one})) == Ints{0});
+    const Tensor f = floats({5.5f, -5.5f}), g = floats({2.0f});
+    CHECK(as_floats(fold_one(NodeBuilder("Mod", {"a", "b"}).attr("fmod", std::int64_t{1}), {&f, &g})) == Floats{1.5f, -1.5f});
+    // fmod = 0 on floats is not ONNX: left to the runtime, unfolded.
+    CHECK_FALSE(fold_all(NodeBuilder("Mod", {"a", "b"}), {&f, &g}).has_value());
+    const Tensor zero = ints({0});
+    CHECK_FALSE(fold_all(NodeBuilder("Mod", {"a", "b"}), {&n, &zero}).has_value());
+}
+
+TEST_CASE("folding ScatterND replaces the addressed elements or slices, in order, and leaves reductions unfolded") {
+    const Tensor data = ints({0, 0, 0, 0, 0, 0}, Shape{2, 3});
+    const Tensor at = ints({1, -1, 0, 0}, Shape{2, 2}), values = ints({5, 7});
+    CHECK(as_ints(fold_one(NodeBuilder("ScatterND", {"d", "i", "u"}), {&data, &at, &values})) == Ints{7, 0, 0, 0, 0, 5});
+    // A whole row, as swin's attention mask is built (mask[rows, cols] = count).
+    const Tensor row = ints({1}, Shape{1, 1}), three = ints({4, 5, 6}, Shape{1, 3});
+    CHECK(as_ints(fold_one(NodeBuilder("ScatterND", {"d", "i", "u"}), {&data, &row, &three})) == Ints{0, 0, 0, 4, 5, 6});
+    // The same index twice: the later update stands.
+    const Tensor twice = ints({0, 1, 0, 1}, Shape{2, 2}), both = ints({8, 9});
+    CHECK(as_ints(fold_one(NodeBuilder("ScatterND", {"d", "i", "u"}), {&data, &twice, &both}))[1] == 9);
+    NodeBuilder add("ScatterND", {"d", "i", "u"});
+    auto* reduction = add.proto.add_attribute();
+    reduction->set_name("reduction");
+    reduction->set_type(pb::AttributeProto::STRING);
+    reduction->set_s("add");
+    CHECK_FALSE(fold_all(add, {&data, &at, &values}, 16).has_value());
+    const Tensor outside = ints({2, 0}, Shape{1, 2}), one = ints({1});
+    CHECK_THROWS_WITH_AS(fold_all(NodeBuilder("ScatterND", {"d", "i", "u"}), {&data, &outside, &one}),
+                         doctest::Contains("out of range"), onnx_error);
+}
+
 TEST_CASE("folding comparisons and logic produces bools, broadcasting") {
     const Tensor x = ints({1, 2, 3}), two = ints({2}, Shape{});
     CHECK(as_bools(fold_one(NodeBuilder("Equal", {"a", "b"}), {&x, &two})) == std::vector<std::uint8_t>{0, 1, 0});

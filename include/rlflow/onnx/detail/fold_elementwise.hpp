@@ -90,6 +90,14 @@ FoldResult fold_binary(const FoldContext& c) {
     return single(apply_binary<Op>(c, c.value(0), c.value(1)));
 }
 
+/// Mod: the remainder with the divisor's sign (fmod = 0, integers) or the dividend's
+/// (fmod = 1). fmod = 0 on floats, which ONNX forbids, is left unfolded.
+inline FoldResult fold_mod(const FoldContext& c) {
+    c.expect_inputs(2, 2);
+    if (c.int_attribute("fmod", 0) != 0) return single(apply_binary<TruncModOp>(c, c.value(0), c.value(1)));
+    return single(apply_binary<FloorModOp>(c, c.value(0), c.value(1)));
+}
+
 /// Min, Max, Sum: `Op` folded left to right over any number of inputs.
 template <class Op>
 FoldResult fold_variadic(const FoldContext& c) {

@@ -127,6 +127,44 @@ struct DivOp {
     }
 };
 
+/// Mod with fmod = 0 (the default): the remainder takes the divisor's sign, as Python's %
+/// (ONNX allows it on integers only; floats need fmod = 1). x mod 0 does not fold; MIN mod
+/// -1 is 0.
+struct FloorModOp {
+    template <class T>
+    static constexpr bool supports = std::is_integral_v<T>;
+    template <class T>
+    static std::optional<T> apply(T a, T b) noexcept {
+        if (b == 0) return std::nullopt;
+        if constexpr (std::is_signed_v<T>) {
+            if (b == -1) return T{0};
+            auto r = static_cast<T>(a % b);
+            if (r != 0 && (r < 0) != (b < 0)) r = static_cast<T>(r + b);
+            return r;
+        } else {
+            return static_cast<T>(a % b);
+        }
+    }
+};
+
+/// Mod with fmod = 1: C's fmod, the remainder takes the dividend's sign. An integer x mod 0
+/// does not fold; a float one is NaN, as std::fmod gives.
+struct TruncModOp {
+    template <class T>
+    static constexpr bool supports = is_number_v<T>;
+    template <class T>
+    static std::optional<T> apply(T a, T b) noexcept {
+        if constexpr (std::is_integral_v<T>) {
+            if (b == 0) return std::nullopt;
+            if constexpr (std::is_signed_v<T>)
+                if (b == -1) return T{0};
+            return static_cast<T>(a % b);
+        } else {
+            return static_cast<T>(std::fmod(a, b));
+        }
+    }
+};
+
 /// A comparison producing bool; `with_bool` says whether bool inputs are allowed (Equal).
 template <class Comparison, bool with_bool>
 struct Compare {

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -347,6 +348,50 @@ inline FoldResult fold_expand(const FoldContext& c) {
         table.push_back(identity_offsets((*output)[d], repeats ? 0 : strides[static_cast<std::size_t>(d - lead)]));
     }
     return single(remap(data, table, *output));
+}
+
+/// ScatterND without a reduction: a copy of data whose slices named by the last axis of
+/// indices are replaced by updates, in index order (a repeated index: the last write
+/// wins, as ONNX Runtime writes them in order). Negative indices count from the end. The
+/// reductions (add, mul, max, min) are left unfolded.
+inline FoldResult fold_scatter_nd(const FoldContext& c) {
+    c.expect_inputs(3, 3);
+    if (const auto* reduction = c.attribute("reduction"); reduction != nullptr && reduction->s() != "none") return std::nullopt;
+    const Tensor& data = c.value(0);
+    const Tensor& updates = c.value(2);
+    const Shape& shape = data.shape();
+    const Shape& index_shape = c.value(1).shape();
+    if (updates.dtype() != data.dtype())
+        c.fail("updates " + updates.type().to_string() + " and data " + data.type().to_string() + " differ in type");
+    if (index_shape.rank() < 1) c.fail("indices must have rank >= 1");
+    const std::int64_t k = index_shape[index_shape.rank() - 1];
+    if (k > shape.rank()) c.fail("indices address " + std::to_string(k) + " dimensions of data " + shape.to_string());
+    Shape expected(index_shape.dims().first(static_cast<std::size_t>(index_shape.rank() - 1)));
+    for (int d = static_cast<int>(k); d < shape.rank(); ++d) expected.push_back(shape[d]);
+    if (updates.shape() != expected)
+        c.fail("updates have shape " + updates.shape().to_string() + ", expected " + expected.to_string());
+    const std::vector<std::int64_t> indices = c.integers(1);
+    const auto strides = row_major_strides(shape);
+    const std::int64_t slice = shape.product(static_cast<int>(k), shape.rank());
+    const std::int64_t rows = index_shape.product(0, index_shape.rank() - 1);
+    const std::size_t element = dtype_size(data.dtype());
+    std::vector<std::byte> bytes(data.raw().begin(), data.raw().end());
+    const std::span<const std::byte> source = updates.raw();
+    for (std::int64_t r = 0; r < rows; ++r) {
+        std::int64_t offset = 0;
+        for (std::int64_t j = 0; j < k; ++j) {
+            std::int64_t index = indices[static_cast<std::size_t>(r * k + j)];
+            const std::int64_t size = shape[static_cast<int>(j)];
+            if (index < -size || index >= size)
+                c.fail("index " + std::to_string(index) + " out of range for dimension " + std::to_string(j) + " of size "
+                       + std::to_string(size));
+            if (index < 0) index += size;
+            offset += index * strides[static_cast<std::size_t>(j)];
+        }
+        const auto count = static_cast<std::size_t>(slice) * element;
+        if (count > 0) std::memcpy(bytes.data() + static_cast<std::size_t>(offset) * element, source.data() + static_cast<std::size_t>(r) * count, count);
+    }
+    return single(Tensor::from_raw(data.dtype(), shape, bytes));
 }
 
 /// Tile: dimension d is repeated repeats[d] times.
