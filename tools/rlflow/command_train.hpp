@@ -436,6 +436,7 @@ void train_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
                     reward.latency->cache_hits());
         write_fastest(*reward.latency, keys, state.graphs, dir);
     }
+    if (reward.gpu) std::printf("GPU latency: %zu graphs timed\n", reward.gpu->measured());
 }
 
 /// One iteration of model-based training as a line of train.jsonl.
