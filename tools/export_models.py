@@ -43,12 +43,72 @@ CALIBRATION_MODELS = ["mobilenet_v2", "shufflenet_v2_x1_0", "efficientnet_b0", "
 # Held out: exports no test and no preset was tuned on, on which docs/targets.md measures
 # what the default `rlflow optimize` writes (grouped, depthwise, dense, transformer and
 # shuffle designs). Any other torchvision classification model may be named too.
+# Models whose exports compute shapes at run time (windowed attention, a mask from the
+# input's length) and use the ops of modern exports: tools/real_models.py checks that rlflow
+# folds and understands them.
+MODERN_MODELS = ["swin_t", "mobilenet_v3_large", "masked_transformer"]
 UNSEEN_MODELS = ["regnet_x_400mf", "regnet_y_800mf", "mobilenet_v3_large", "mnasnet1_0", "densenet121", "googlenet",
                  "squeezenet1_0", "shufflenet_v2_x0_5", "swin_t", "resnext101_32x8d", "wide_resnet50_2", "efficientnet_b1"]
 OPSETS = [13, 17]
 
 # Transformer encoder shape (BERT-base sized).
 D_MODEL, NHEAD, DIM_FF, NUM_LAYERS, SEQ_LEN = 768, 12, 3072, 12, 128
+
+
+# The masked encoder: a causal mask computed in forward from the input's length.
+MASKED_D_MODEL, MASKED_NHEAD, MASKED_LAYERS, MASKED_SEQ_LEN = 256, 4, 4, 64
+
+
+def randomize_layers(torch, layers):
+    """TransformerEncoder deep-copies its layer, so all layers start with identical weights.
+    Gives every layer its own random values: matrices get Xavier-uniform (as
+    nn.MultiheadAttention does), vectors small random values (not zeros and ones, so biases
+    and LayerNorm affine parameters are exercised too)."""
+    with torch.no_grad():
+        for lyr in layers:
+            for pname, p in lyr.named_parameters():
+                if p.dim() > 1:
+                    torch.nn.init.xavier_uniform_(p)
+                elif "norm" in pname and pname.endswith("weight"):
+                    p.uniform_(0.8, 1.2)
+                else:
+                    p.uniform_(-0.05, 0.05)
+
+
+def MaskedEncoder(torch):
+    """A torch.nn.TransformerEncoder whose causal attention mask is built from the input's
+    shape on every call (Shape, Range, comparisons and Where in the export), as a decoder-only
+    model does."""
+
+    class Encoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            layer = torch.nn.TransformerEncoderLayer(d_model=MASKED_D_MODEL, nhead=MASKED_NHEAD,
+                                                     dim_feedforward=4 * MASKED_D_MODEL, dropout=0.0,
+                                                     batch_first=True)
+            self.encoder = torch.nn.TransformerEncoder(layer, num_layers=MASKED_LAYERS, enable_nested_tensor=False)
+            randomize_layers(torch, self.encoder.layers)
+
+        def forward(self, x):
+            length = x.size(1)
+            position = torch.arange(length, device=x.device)
+            future = position.unsqueeze(0) > position.unsqueeze(1)
+            mask = torch.zeros(length, length, device=x.device).masked_fill(future, float("-inf"))
+            return self.encoder(x, mask=mask)
+
+    return Encoder()
+
+
+def count_flops(model, example):
+    """FLOPs of one forward pass as PyTorch's profiler counts them (convolutions and matrix
+    products at two per multiply-add, and elementwise products and sums): a count made
+    without rlflow."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    with torch.no_grad(), profile(activities=[ProfilerActivity.CPU], with_flops=True) as p:
+        model(example)
+    return sum(e.flops for e in p.key_averages())
 
 
 def build(name, seed):
@@ -61,20 +121,11 @@ def build(name, seed):
         layer = torch.nn.TransformerEncoderLayer(
             d_model=D_MODEL, nhead=NHEAD, dim_feedforward=DIM_FF, dropout=0.1, batch_first=True)
         model = torch.nn.TransformerEncoder(layer, num_layers=NUM_LAYERS, enable_nested_tensor=False)
-        # TransformerEncoder deep-copies `layer`, so all layers start with identical
-        # weights. Give every layer its own random values: matrices get Xavier-uniform
-        # (as nn.MultiheadAttention does), vectors small random values (not zeros and
-        # ones, so biases and LayerNorm affine parameters are exercised too).
-        with torch.no_grad():
-            for lyr in model.layers:
-                for pname, p in lyr.named_parameters():
-                    if p.dim() > 1:
-                        torch.nn.init.xavier_uniform_(p)
-                    elif "norm" in pname and pname.endswith("weight"):
-                        p.uniform_(0.8, 1.2)
-                    else:
-                        p.uniform_(-0.05, 0.05)
+        randomize_layers(torch, model.layers)
         example = torch.randn(1, SEQ_LEN, D_MODEL)
+    elif name == "masked_transformer":
+        model = MaskedEncoder(torch)
+        example = torch.randn(1, MASKED_SEQ_LEN, MASKED_D_MODEL)
     elif name == "inception_v3":
         model = torchvision.models.inception_v3(weights=None, aux_logits=False, init_weights=False)
         example = torch.randn(1, 3, 299, 299)
@@ -85,7 +136,7 @@ def build(name, seed):
         model = getattr(torchvision.models, name)(weights=None)
         example = torch.randn(1, 3, 224, 224)
     else:
-        raise ValueError(f"unknown model {name!r}; known: {', '.join(MODELS + CALIBRATION_MODELS + UNSEEN_MODELS)} "
+        raise ValueError(f"unknown model {name!r}; known: {', '.join(MODELS + CALIBRATION_MODELS + MODERN_MODELS)} "
                          "or any torchvision classification model")
 
     # torchvision initialises biases to zero and BatchNorm to the identity. Make them
@@ -100,7 +151,7 @@ def build(name, seed):
                 m.weight.uniform_(0.8, 1.2)
                 m.bias.uniform_(-0.1, 0.1)
             elif isinstance(m, (torch.nn.Conv2d, torch.nn.Linear)) and m.bias is not None \
-                    and name != "transformer":
+                    and name not in ("transformer", "masked_transformer"):
                 m.bias.uniform_(-0.05, 0.05)
     model.eval()
     return model, example
@@ -144,12 +195,14 @@ def main(argv=None):
     ap.add_argument("--opsets", type=int, nargs="+", default=OPSETS, help="opset versions (default: 13 17)")
     ap.add_argument("--models", nargs="+", default=MODELS, metavar="MODEL",
                     help="models to export (default: " + ", ".join(MODELS) + "); also: "
-                    + ", ".join(CALIBRATION_MODELS) + "; held out: " + ", ".join(UNSEEN_MODELS)
+                    + ", ".join(CALIBRATION_MODELS) + ", masked_transformer; held out: " + ", ".join(UNSEEN_MODELS)
                     + "; or any torchvision classification model")
     ap.add_argument("--unseen", action="store_true", help="export the held-out models (UNSEEN_MODELS)")
     ap.add_argument("--with-params", action="store_true",
                     help="store the weights in the file (default: weights become graph inputs)")
     ap.add_argument("--seed", type=int, default=0, help="random seed for weights (default: 0)")
+    ap.add_argument("--flops", action="store_true",
+                    help="also count each model's FLOPs with PyTorch's profiler and print them")
     args = ap.parse_args(argv)
 
     try:
@@ -169,7 +222,8 @@ def main(argv=None):
             inputs = [i.name for i in m.graph.input]
             print(f"{path}: {os.path.getsize(path)} bytes, {len(m.graph.node)} nodes, "
                   f"{len(inputs)} inputs ({len(inputs) - 1} parameters), "
-                  f"{len(m.graph.initializer)} initializers", flush=True)
+                  f"{len(m.graph.initializer)} initializers"
+                  + (f", {count_flops(model, example)} FLOPs (PyTorch profiler)" if args.flops else ""), flush=True)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,14 @@ def test_info_counts_ops_and_parameters(squeezenet_file):
     assert info["op_histogram"]["Conv2D"] == 26  # SqueezeNet 1.1: 2 + 8 fire modules x 3
     assert info["parameters"] > 1_000_000 and info["flops"] > 0
     assert info["opaque_nodes"] == 0
+    assert info["opaque_ops"] == []
+
+
+def test_info_names_the_opaque_ops_and_why(data_dir):
+    # The same list `rlflow info --json` prints.
+    info = rlflow.load(str(data_dir / "opaque" / "conv_sin_branches.onnx")).info()
+    assert [(group["op_type"], group["reason"]) for group in info["opaque_ops"]] == [("Sin", "no core op for Sin")]
+    assert info["opaque_ops"][0]["count"] == info["opaque_nodes"] == len(info["opaque_ops"][0]["nodes"])
 
 
 def test_to_bytes_loads_back_and_in_onnx(squeezenet_file):

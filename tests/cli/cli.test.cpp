@@ -72,6 +72,21 @@ TEST_CASE("usage errors exit 2") {
     CHECK(run_cli("info zoo:bert --batch 0").exit_code == 2);
 }
 
+TEST_CASE("info lists the opaque ops by type, count and reason, in text and JSON") {
+    const std::string model = std::string(RLFLOW_SOURCE_DIR) + "/tests/data/opaque/conv_sin_branches.onnx";
+    const auto info = nlohmann::json::parse(run_cli("info " + model + " --json", false).output);
+    REQUIRE(info["opaque_ops"].size() == 1);
+    const auto& sin = info["opaque_ops"][0];
+    CHECK(sin["op_type"] == "Sin");
+    CHECK(sin["count"] == info["opaque_nodes"]);
+    CHECK(sin["nodes"].size() == sin["count"]);
+    CHECK(sin["reason"] == "no core op for Sin");
+    const Result text = run_cli("info " + model, false);
+    CHECK(text.exit_code == 0);
+    CHECK(text.output.find("opaque (never rewritten)") != std::string::npos);
+    CHECK(text.output.find("no core op for Sin") != std::string::npos);
+}
+
 TEST_CASE("convert writes a model that imports back, and refuses garbage without leaving a file") {
     const auto dir = std::filesystem::temp_directory_path() / "rlflow_cli_convert_test";
     std::filesystem::remove_all(dir);
@@ -84,6 +99,7 @@ TEST_CASE("convert writes a model that imports back, and refuses garbage without
     const auto info = nlohmann::json::parse(run_cli("info " + out + " --json", false).output);
     CHECK(info["op_histogram"]["Conv2D"] == 26);
     CHECK(info["opaque_nodes"] == 0);
+    CHECK(info["opaque_ops"].empty());
 
     const std::string garbage = (dir / "garbage.onnx").string();
     std::FILE* f = std::fopen(garbage.c_str(), "wb");

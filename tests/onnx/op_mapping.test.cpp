@@ -1,5 +1,7 @@
 // How ONNX nodes map onto core ops: forms that a core op does not compute exactly, and
 // malformed attribute lists, are carried as opaque nodes (never read out of bounds).
+#include <rlflow/core/statistics.hpp>
+#include <rlflow/exec/executor.hpp>
 #include <rlflow/onnx/export.hpp>
 #include <rlflow/onnx/import.hpp>
 
@@ -158,4 +160,103 @@ TEST_CASE("auto_pad with a window that does not cover both spatial axes stays op
     const Node& resolved = imported_node(padded);
     CHECK(resolved.op == OpKind::MaxPool);
     CHECK(resolved.attributes.get_ints("pads") == std::vector<std::int64_t>{1, 1, 1, 1});
+}
+
+namespace {
+
+/// Runs `g` on x = 0, 1, 2, ... and returns its one output's values.
+std::vector<float> run_on_counting_input(const Graph& g) {
+    const Shape x = g.node(g.inputs().front()).outputs[0].type.shape;
+    std::vector<float> values(static_cast<std::size_t>(x.numel()));
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);
+    const std::vector<Tensor> inputs{Tensor::from_floats(x, values)};
+    const auto outputs = exec::Executor{}.run(g, inputs).outputs;
+    REQUIRE(outputs.size() == 1);
+    return outputs[0].to_vector<float>();
+}
+
+/// The op types of an exported model's nodes, in order.
+std::vector<std::string> exported_ops(const Graph& g) {
+    const pb::ModelProto model = onnx_io::export_model(g);
+    std::vector<std::string> ops;
+    for (const auto& n : model.graph().node()) ops.push_back(n.op_type());
+    return ops;
+}
+
+}  // namespace
+
+TEST_CASE("a Gather of one index of a static tensor is a Split part and a Reshape, written back as a Slice") {
+    // x[2, 3, 4] gathered at index -2 of axis 1 (a qkv split): y[2, 4] = x[:, 1, :].
+    OneNodeModel m(13, "Gather", {2, 3, 4});
+    m.constant_input("i", Tensor::from_values<std::int64_t>(DType::Int64, Shape{}, {-2}));
+    m.attribute("axis", std::int64_t{1}).output("y", {2, 4});
+    const Graph g = onnx_io::import_model(m.model, {}, "gather.onnx");
+    CHECK(graph_statistics(g).opaque_nodes == 0);
+    CHECK(imported_node(g).op == OpKind::Split);
+    CHECK(run_on_counting_input(g) == std::vector<float>{4, 5, 6, 7, 16, 17, 18, 19});
+    const auto ops = exported_ops(g);
+    CHECK(ops == std::vector<std::string>{"Slice", "Reshape"});
+    CHECK(run_on_counting_input(onnx_io::import_model(onnx_io::export_model(g))) == run_on_counting_input(g));
+
+    // Indices that run up one by one keep their axis: x[:, 1:3, :].
+    OneNodeModel range(13, "Gather", {2, 3, 4});
+    range.constant_input("i", ints({1, 2})).attribute("axis", std::int64_t{1}).output("y", {2, 2, 4});
+    const Graph kept = onnx_io::import_model(range.model, {}, "range.onnx");
+    CHECK(graph_statistics(kept).opaque_nodes == 0);
+    const auto values = run_on_counting_input(kept);
+    REQUIRE(values.size() == 16);
+    CHECK(values.front() == 4);
+    CHECK(values.back() == 23);
+}
+
+TEST_CASE("a Gather of indices out of order, out of range or on a tensor the importer cannot see stays opaque") {
+    for (const auto& indices : {std::vector<std::int64_t>{2, 1}, std::vector<std::int64_t>{0, 2}, std::vector<std::int64_t>{3}}) {
+        OneNodeModel m(13, "Gather", {2, 3});
+        m.constant_input("i", ints(indices)).attribute("axis", std::int64_t{1}).output("y", {2, 1});
+        CAPTURE(indices.front());
+        CHECK(imported_node(onnx_io::import_model(m.model, {}, "gather.onnx")).op == OpKind::Opaque);
+    }
+}
+
+TEST_CASE("a unit-step Slice over several axes is one Split part per axis, written back as Slices") {
+    // x[4, 6][1:3, 2:5]
+    OneNodeModel m(13, "Slice", {4, 6});
+    m.constant_input("starts", ints({1, 2})).constant_input("ends", ints({3, 5})).constant_input("axes", ints({0, -1}));
+    m.output("y", {2, 3});
+    const Graph g = onnx_io::import_model(m.model, {}, "box.onnx");
+    CHECK(graph_statistics(g).opaque_nodes == 0);
+    CHECK(graph_statistics(g).op_histogram.at("Split") == 2);
+    CHECK(run_on_counting_input(g) == std::vector<float>{8, 9, 10, 14, 15, 16});
+    CHECK(exported_ops(g) == std::vector<std::string>{"Slice", "Slice"});
+
+    OneNodeModel twice(13, "Slice", {4, 6});
+    twice.constant_input("starts", ints({1, 2})).constant_input("ends", ints({3, 5})).constant_input("axes", ints({1, 1}));
+    twice.output("y", {4, 1});
+    CHECK(imported_node(onnx_io::import_model(twice.model, {}, "twice.onnx")).op == OpKind::Opaque);
+}
+
+TEST_CASE("Dropout passes its input through at inference and at a constant ratio of 0, and stays opaque otherwise") {
+    const auto flag = [](bool on) { return Tensor::from_values<std::uint8_t>(DType::Bool, Shape{}, {on ? std::uint8_t{1} : std::uint8_t{0}}); };
+    const auto ratio = [](float r) { return Tensor::from_floats(Shape{}, {r}); };
+    OneNodeModel plain(13, "Dropout", {2, 3});
+    plain.output("y", {2, 3});
+    CHECK(imported_node(onnx_io::import_model(plain.model, {}, "plain.onnx")).op == OpKind::Identity);
+
+    OneNodeModel inference(13, "Dropout", {2, 3});
+    inference.constant_input("r", ratio(0.5f)).constant_input("t", flag(false)).output("y", {2, 3});
+    CHECK(imported_node(onnx_io::import_model(inference.model, {}, "inference.onnx")).op == OpKind::Identity);
+
+    OneNodeModel zero(13, "Dropout", {2, 3});
+    zero.constant_input("r", ratio(0.0f)).constant_input("t", flag(true)).output("y", {2, 3});
+    const Graph passed = onnx_io::import_model(zero.model, {}, "zero.onnx");
+    CHECK(imported_node(passed).op == OpKind::Identity);
+    CHECK(run_on_counting_input(passed) == std::vector<float>{0, 1, 2, 3, 4, 5});
+
+    OneNodeModel training(13, "Dropout", {2, 3});
+    training.constant_input("r", ratio(0.5f)).constant_input("t", flag(true)).output("y", {2, 3});
+    CHECK(imported_node(onnx_io::import_model(training.model, {}, "training.onnx")).op == OpKind::Opaque);
+
+    OneNodeModel mask(13, "Dropout", {2, 3});
+    mask.output("y", {2, 3}).output("mask", {2, 3});
+    CHECK(imported_node(onnx_io::import_model(mask.model, {}, "mask.onnx")).op == OpKind::Opaque);
 }

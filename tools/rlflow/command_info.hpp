@@ -4,6 +4,7 @@
 #include "model_source.hpp"
 
 #include <rlflow/core/statistics.hpp>
+#include <rlflow/onnx/opaque.hpp>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -28,6 +29,13 @@ inline nlohmann::json info_json(const std::string& model, const Graph& g, const 
     j["weights"] = s.weights;
     j["opaque_nodes"] = s.opaque_nodes;
     j["op_histogram"] = s.op_histogram;
+    j["opaque_ops"] = nlohmann::json::array();
+    for (const auto& group : onnx_io::opaque_groups(g))
+        j["opaque_ops"].push_back({{"op_type", group.op_type},
+                                   {"domain", group.domain},
+                                   {"count", group.nodes.size()},
+                                   {"reason", group.reason},
+                                   {"nodes", group.nodes}});
     j["parameters"] = s.parameters;
     j["flops"] = s.flops;
     j["bytes_moved"] = s.bytes_moved;
@@ -61,6 +69,14 @@ inline void print_info_text(const std::string& model, const Graph& g, const Grap
                 human_bytes(static_cast<double>(s.memory.weight_bytes)).c_str());
     std::printf("ops\n");
     for (const auto& [op, count] : s.op_histogram) std::printf("  %-22s %zu\n", op.c_str(), count);
+    const auto opaque = onnx_io::opaque_groups(g);
+    if (opaque.empty()) return;
+    std::printf("opaque (never rewritten)\n");
+    for (const auto& group : opaque) {
+        const std::string op = group.domain.empty() ? group.op_type : group.domain + "::" + group.op_type;
+        std::printf("  %-22s %-5zu %s (e.g. '%s')\n", op.c_str(), group.nodes.size(), group.reason.c_str(),
+                    group.nodes.front().c_str());
+    }
 }
 
 inline void add_info_command(CLI::App& app) {

@@ -53,6 +53,8 @@ struct ExportContext {
     NameTable& names;
     NameTable& node_names;
     std::set<std::string>& domains;
+    /// Per output: whether a node or the graph's outputs read it.
+    std::vector<bool> outputs_read;
 
     pb::NodeProto& emit(std::string_view op_type, const std::vector<std::string>& in, const std::vector<std::string>& out,
                         std::string_view domain = {}) {
@@ -136,7 +138,21 @@ inline void export_split(ExportContext& c) {
         export_direct(c);
         return;
     }
-    const std::string sizes = c.ints_initializer(c.outputs[0] + "_split", c.node.attributes.get_ints("split"));
+    const auto& parts = c.node.attributes.get_ints("split");
+    // One part read (an imported Slice or Gather): a Slice, which computes only that part.
+    if (std::count(c.outputs_read.begin(), c.outputs_read.end(), true) == 1) {
+        const auto kept = static_cast<std::size_t>(std::find(c.outputs_read.begin(), c.outputs_read.end(), true)
+                                                   - c.outputs_read.begin());
+        std::int64_t begin = 0;
+        for (std::size_t i = 0; i < kept; ++i) begin += parts[i];
+        const std::string& out = c.outputs[kept];
+        const std::vector<std::string> in{c.inputs[0], c.ints_initializer(out + "_starts", {begin}),
+                                          c.ints_initializer(out + "_ends", {begin + parts[kept]}),
+                                          c.ints_initializer(out + "_axes", {c.node.attributes.get_int("axis", 0)})};
+        c.emit("Slice", in, {out});
+        return;
+    }
+    const std::string sizes = c.ints_initializer(c.outputs[0] + "_split", parts);
     c.copy_attributes(c.emit("Split", {c.inputs[0], sizes}, c.outputs), {"split"});
 }
 

@@ -122,7 +122,9 @@ private:
             return;
         }
         ExportContext c{n, m_opset, m_options.fused_conv_microsoft, input_names(n), output_names(n),
-                        m_graph.types_of(n.inputs), graph, m_tensor_names, m_node_names, m_domains};
+                        m_graph.types_of(n.inputs), graph, m_tensor_names, m_node_names, m_domains, {}};
+        for (std::uint32_t i = 0; i < n.outputs.size(); ++i)
+            c.outputs_read.push_back(!n.outputs[i].uses.empty() || m_graph.is_graph_output({n.id, i}));
         mapping_for(n.op).write(c);
     }
 

@@ -22,6 +22,12 @@ namespace rlflow::onnx_io::detail {
 /// The largest number of elements a folded output may hold; larger outputs are left unfolded.
 inline constexpr std::int64_t max_fold_elements = std::int64_t{1} << 26;
 
+/// A node whose folded outputs would take more bytes than this, and more than its constant
+/// inputs do (a Tile, Expand or ConstantOfShape that blows a small value up), is kept as the
+/// op: written out as a constant it would bloat the model (onnxsim's users complain of just
+/// that, onnxsim #178 and #309), and the runtime computes it once at load anyway.
+inline constexpr std::size_t fold_bytes_limit = std::size_t{1} << 20;
+
 /// Inputs of a node being folded: each present input has either a constant value or (for
 /// Shape/Size) at least a static type. `value == nullptr` means not constant.
 struct FoldInput {

@@ -49,6 +49,9 @@ struct CoreNodeSpec {
     /// For a single-output ONNX node expressed by a multi-output core op (a Slice as one
     /// part of a Split): the core output that carries the ONNX output.
     std::optional<std::uint32_t> selected_output = std::nullopt;
+    /// Core ops applied in turn to that output, each with it as its one input (a Gather of
+    /// one index is a part of a Split and a Reshape that drops the axis).
+    std::vector<CoreNodeSpec> then = {};
 };
 
 using ImportFn = std::optional<CoreNodeSpec> (*)(const ImportContext&);
@@ -334,8 +337,30 @@ inline std::optional<CoreNodeSpec> import_squeeze(const ImportContext& c) {
     return CoreNodeSpec{OpKind::Reshape, {0}, Attributes{{"shape", out}}};
 }
 
-/// A unit-step Slice of a static tensor along one axis is one part of a Split: [before,
-/// kept, after], without empty parts. Slices over several axes stay opaque.
+/// The core node that keeps [begin, end) of `axis` of a tensor of shape `x`: one part of a
+/// Split ([before, kept, after], without empty parts), or nullopt when it keeps everything.
+[[nodiscard]] inline std::optional<CoreNodeSpec> split_part(const Shape& x, int axis, std::int64_t begin, std::int64_t end) {
+    const std::int64_t dim = x[axis];
+    if (begin == 0 && end == dim) return std::nullopt;
+    std::vector<std::int64_t> parts;
+    if (begin > 0) parts.push_back(begin);
+    parts.push_back(end - begin);
+    if (end < dim) parts.push_back(dim - end);
+    return CoreNodeSpec{OpKind::Split, {0}, Attributes{{"axis", std::int64_t{axis}}, {"split", parts}},
+                        static_cast<std::uint32_t>(begin > 0 ? 1 : 0)};
+}
+
+/// `first` followed by `rest` (each a one-input core op on the previous one's output), or
+/// an Identity when there is nothing to do.
+[[nodiscard]] inline CoreNodeSpec chain(std::vector<CoreNodeSpec> stages) {
+    if (stages.empty()) return CoreNodeSpec{OpKind::Identity, {0}, {}};
+    CoreNodeSpec first = std::move(stages.front());
+    first.then.assign(std::make_move_iterator(stages.begin() + 1), std::make_move_iterator(stages.end()));
+    return first;
+}
+
+/// A unit-step Slice of a static tensor keeps a box: one Split part per sliced axis.
+/// Slices with other steps, or that keep nothing, stay opaque.
 inline std::optional<CoreNodeSpec> import_slice(const ImportContext& c) {
     constexpr std::int64_t inputs_since = 10;
     const Shape* x = c.shape(0);
@@ -348,26 +373,70 @@ inline std::optional<CoreNodeSpec> import_slice(const ImportContext& c) {
         return std::nullopt;  // malformed: ONNX Runtime rejects it, and it stays opaque here
     if (axes->empty())
         for (std::size_t i = 0; i < starts->size(); ++i) axes->push_back(static_cast<std::int64_t>(i));
-    std::optional<std::array<std::int64_t, 3>> cut;  // axis, begin, end
+    std::vector<bool> seen(static_cast<std::size_t>(x->rank()), false);
+    std::vector<CoreNodeSpec> stages;
     for (std::size_t i = 0; i < starts->size(); ++i) {
         if (!steps->empty() && (*steps)[i] != 1) return std::nullopt;
         const std::int64_t axis = (*axes)[i] < 0 ? (*axes)[i] + x->rank() : (*axes)[i];
-        if (axis < 0 || axis >= x->rank()) return std::nullopt;
+        if (axis < 0 || axis >= x->rank() || seen[static_cast<std::size_t>(axis)]) return std::nullopt;
+        seen[static_cast<std::size_t>(axis)] = true;
         const std::int64_t dim = (*x)[static_cast<int>(axis)];
         const auto clamp = [dim](std::int64_t v) { return std::clamp<std::int64_t>(v < 0 ? v + dim : v, 0, dim); };
         const std::int64_t begin = clamp((*starts)[i]), end = clamp((*ends)[i]);
-        if (begin == 0 && end == dim) continue;
-        if (cut || end <= begin) return std::nullopt;
-        cut = std::array<std::int64_t, 3>{axis, begin, end};
+        if (end <= begin) return std::nullopt;
+        if (auto part = split_part(*x, static_cast<int>(axis), begin, end)) stages.push_back(std::move(*part));
     }
-    if (!cut) return CoreNodeSpec{OpKind::Identity, {0}, {}};
-    const auto [axis, begin, end] = *cut;
-    std::vector<std::int64_t> parts;
-    if (begin > 0) parts.push_back(begin);
-    parts.push_back(end - begin);
-    if (end < (*x)[static_cast<int>(axis)]) parts.push_back((*x)[static_cast<int>(axis)] - end);
-    return CoreNodeSpec{OpKind::Split, {0}, Attributes{{"axis", axis}, {"split", parts}},
-                        static_cast<std::uint32_t>(begin > 0 ? 1 : 0)};
+    return chain(std::move(stages));
+}
+
+/// A Gather of a static tensor by constant indices that run up one by one (a single index,
+/// as a qkv split writes it) keeps a range of the axis: a Split part, then a Reshape where
+/// the indices' rank is not 1.
+inline std::optional<CoreNodeSpec> import_gather(const ImportContext& c) {
+    const Shape* x = c.shape(0);
+    const Tensor* indices_tensor = c.constant(1);
+    const auto indices = constant_ints(c, 1);
+    if (!x || !indices || !indices_tensor || indices->empty() || c.node.attribute_size() > 1) return std::nullopt;
+    const std::int64_t axis_attribute = attribute_int(c.node, "axis", 0);
+    if (c.node.attribute_size() == 1 && c.node.attribute(0).name() != "axis") return std::nullopt;
+    if (axis_attribute < -x->rank() || axis_attribute >= x->rank()) return std::nullopt;
+    const int axis = static_cast<int>(axis_attribute < 0 ? axis_attribute + x->rank() : axis_attribute);
+    const std::int64_t dim = (*x)[axis];
+    std::vector<std::int64_t> kept;
+    for (const auto index : *indices) {
+        if (index < -dim || index >= dim) return std::nullopt;  // out of range: an error for the runtime
+        kept.push_back(index < 0 ? index + dim : index);
+        if (kept.size() > 1 && kept.back() != kept[kept.size() - 2] + 1) return std::nullopt;
+    }
+    const std::int64_t begin = kept.front(), end = kept.back() + 1;
+    const Shape& index_shape = indices_tensor->shape();
+    if (x->rank() - 1 + index_shape.rank() > Shape::max_rank) return std::nullopt;
+    std::vector<CoreNodeSpec> stages;
+    if (auto part = split_part(*x, axis, begin, end)) stages.push_back(std::move(*part));
+    if (index_shape.rank() != 1) {
+        std::vector<std::int64_t> out;
+        for (int i = 0; i < axis; ++i) out.push_back((*x)[i]);
+        for (const auto d : index_shape.dims()) out.push_back(d);
+        for (int i = axis + 1; i < x->rank(); ++i) out.push_back((*x)[i]);
+        stages.push_back(CoreNodeSpec{OpKind::Reshape, {0}, Attributes{{"shape", out}}});
+    }
+    return chain(std::move(stages));
+}
+
+/// Dropout passes its input through at inference (no training_mode, or a constant false
+/// one), and in training with a constant ratio of 0 (PyTorch exports a p=0 attention
+/// dropout that way); its mask output must not be read (the importer checks).
+inline std::optional<CoreNodeSpec> import_dropout(const ImportContext& c) {
+    constexpr std::int64_t inputs_since = 12;  // ratio and training_mode became inputs
+    if (c.opset < inputs_since) return std::nullopt;
+    for (const auto& a : c.node.attribute())
+        if (a.name() != "seed") return std::nullopt;
+    if (c.present(2)) {
+        const Tensor* training = c.constant(2);
+        if (!training || training->dtype() != DType::Bool || training->numel() != 1) return std::nullopt;
+        if (training->raw()[0] != std::byte{0} && constant_scalar(c, 1) != 0.0) return std::nullopt;
+    }
+    return CoreNodeSpec{OpKind::Identity, {0}, {}};
 }
 
 }  // namespace rlflow::onnx_io::detail

@@ -18,6 +18,10 @@
 
 namespace rlflow::onnx_io::detail {
 
+/// How many times the importer imports a model at most, each pass with the types the
+/// previous one let inference find (Importer::run).
+inline constexpr int max_import_passes = 16;
+
 class Importer {
 public:
     Importer(const pb::ModelProto& model, const ImportOptions& options, std::string source)
@@ -31,19 +35,21 @@ public:
 
     Graph run() {
         check_size();
-        copy_model_info();
-        collect_inferred_types();
-        add_graph_inputs();
-        for (int i = 0; i < m_model.graph().initializer_size(); ++i) {
-            const auto& init = m_model.graph().initializer(i);
-            m_constants[init.name()] = {std::make_shared<const Tensor>(tensor_from_proto(init, m_source)),
-                                        Origin::Initializer, {}};
-            if (m_releasable) std::string().swap(*m_releasable->mutable_graph()->mutable_initializer(i)->mutable_raw_data());
+        m_structure = structure_only(m_model);
+        read_initializers();
+        collect_inferred_types(m_structure);
+        // Shapes that only folding reveals (a Reshape target computed from Shape) type the
+        // opaque nodes after them only once inference sees the folded values, and those types
+        // let folding go further: import, infer again with what the import learnt, and
+        // import again while inference types something new (a fixed point, as onnxsim's
+        // repeated fold-and-infer).
+        for (int pass = 1;; ++pass) {
+            import_pass();
+            if (!m_options.fold_constants || pass == max_import_passes) break;
+            const InferenceOutcome again = infer_shapes(learnt_structure(), false);
+            if (!again.ok || !types_more(again.model)) break;
+            collect_types(again.model);
         }
-        if (m_model.graph().sparse_initializer_size() > 0)
-            throw onnx_error(m_source + ": sparse initializers are not supported");
-        count_reads();
-        for (const int i : dependency_order(m_model.graph(), m_source)) import_node(m_model.graph().node(i));
         add_graph_outputs();
         keep_unread_initializers();
         try {
@@ -100,14 +106,107 @@ private:
     /// Inference is best effort: models with custom-domain ops cannot be inferred in
     /// full, and their opaque results then keep the types the file itself declares. The
     /// same holds where libonnx crashes on a malformed model (detail::infer_shapes).
-    void collect_inferred_types() {
-        pb::ModelProto copy = structure_only(m_model);
-        InferenceOutcome inferred = infer_shapes(copy, false);
-        if (inferred.ok) copy = std::move(inferred.model);
-        const auto& g = copy.graph();
+    void collect_inferred_types(const pb::ModelProto& structure) {
+        InferenceOutcome inferred = infer_shapes(structure, false);
+        collect_types(inferred.ok ? inferred.model : structure);
+    }
+    void collect_types(const pb::ModelProto& model) {
+        const auto& g = model.graph();
         for (const auto* list : {&g.value_info(), &g.input(), &g.output()})
             for (const auto& v : *list)
                 if (v.has_type()) m_types[v.name()] = v.type();
+    }
+
+    /// Every initializer's tensor, read once (a later pass reuses them; the model's own
+    /// bytes may already be released).
+    void read_initializers() {
+        for (int i = 0; i < m_model.graph().initializer_size(); ++i) {
+            const auto& init = m_model.graph().initializer(i);
+            m_initializers.emplace_back(init.name(), std::make_shared<const Tensor>(tensor_from_proto(init, m_source)));
+            if (m_releasable) std::string().swap(*m_releasable->mutable_graph()->mutable_initializer(i)->mutable_raw_data());
+        }
+        if (m_model.graph().sparse_initializer_size() > 0)
+            throw onnx_error(m_source + ": sparse initializers are not supported");
+    }
+
+    /// One import of every node, from scratch, with the types inferred so far.
+    void import_pass() {
+        m_graph = Graph();
+        m_tensors.clear();
+        m_constants.clear();
+        m_reads.clear();
+        copy_model_info();
+        add_graph_inputs();
+        for (const auto& [name, value] : m_initializers) m_constants[name] = {value, Origin::Initializer, {}};
+        count_reads();
+        for (const int i : dependency_order(m_model.graph(), m_source)) import_node(m_model.graph().node(i));
+    }
+
+    /// The structure with what the last pass learnt: nodes that folded replaced by their
+    /// values (small ones with data, as structure_only keeps), and the static type of every
+    /// tensor the graph knows, symbolic dimensions bound.
+    pb::ModelProto learnt_structure() const {
+        pb::ModelProto learnt = m_structure;
+        pb::GraphProto& g = *learnt.mutable_graph();
+        std::unordered_set<std::string> initializers;
+        for (const auto& init : g.initializer()) initializers.insert(init.name());
+        auto folded = [this](const pb::NodeProto& n) {
+            return std::all_of(n.output().begin(), n.output().end(),
+                               [this](const std::string& o) { return o.empty() || m_constants.contains(o); });
+        };
+        pb::GraphProto kept;
+        for (const auto& n : g.node()) {
+            if (!folded(n)) {
+                *kept.add_node() = n;
+                continue;
+            }
+            for (const auto& o : n.output()) {
+                if (o.empty() || initializers.contains(o)) continue;
+                const Tensor& value = *m_constants.at(o).value;
+                if (value.raw().size() <= structure_data_limit) {
+                    *g.add_initializer() = tensor_to_proto(value, o);
+                    continue;
+                }
+                pb::TensorProto& t = *g.add_initializer();
+                t.set_name(o);
+                t.set_data_type(static_cast<int>(value.dtype()));
+                for (const auto d : value.shape().dims()) t.add_dims(d);
+            }
+        }
+        g.mutable_node()->Swap(kept.mutable_node());
+        for (auto& input : *g.mutable_input())
+            if (const auto type = known_type(input.name()); type && type->shape.is_static())
+                type_to_proto(*type, *input.mutable_type());
+        g.clear_value_info();
+        for (const auto& [name, ref] : m_tensors) {
+            const TensorType& type = m_graph.type(ref);
+            if (type.dtype == DType::Undefined || !type.shape.is_static() || is_graph_input(g, name)) continue;
+            auto* v = g.add_value_info();
+            v->set_name(name);
+            type_to_proto(type, *v->mutable_type());
+        }
+        return learnt;
+    }
+    static bool is_graph_input(const pb::GraphProto& g, const std::string& name) {
+        return std::any_of(g.input().begin(), g.input().end(), [&](const auto& v) { return v.name() == name; });
+    }
+
+    /// True when `inferred` gives a static type to an opaque node's output that the graph
+    /// does not know statically yet.
+    bool types_more(const pb::ModelProto& inferred) const {
+        std::unordered_map<std::string, const pb::TypeProto*> types;
+        for (const auto& v : inferred.graph().value_info()) types[v.name()] = &v.type();
+        for (const auto& [name, ref] : m_tensors) {
+            if (m_graph.node(ref.node).op != OpKind::Opaque) continue;
+            const TensorType& now = m_graph.type(ref);
+            if (now.dtype != DType::Undefined && now.shape.is_static()) continue;
+            const auto it = types.find(name);
+            if (it == types.end()) continue;
+            bool exact = true;
+            const TensorType learnt = type_from_proto(*it->second, m_options.dim_values, exact);
+            if (exact && learnt.dtype != DType::Undefined && learnt.shape.is_static()) return true;
+        }
+        return false;
     }
 
     void add_graph_inputs() {
@@ -193,6 +292,8 @@ private:
     std::unordered_map<std::string, Known> m_constants;
     std::unordered_map<std::string, pb::TypeProto> m_types;
     std::unordered_map<std::string, std::size_t> m_reads;
+    pb::ModelProto m_structure;
+    std::vector<std::pair<std::string, TensorPtr>> m_initializers;
 };
 
 /// The exact type of a tensor, if known (a type whose dtype is Undefined stands for one
@@ -249,6 +350,10 @@ inline bool Importer::fold(const pb::NodeProto& n) {
     }
     auto outputs = fold_node(n, inputs, m_opset, m_source);
     if (!outputs || outputs->size() != static_cast<std::size_t>(n.output_size())) return false;
+    std::size_t in_bytes = 0, out_bytes = 0;
+    for (const auto& in : inputs) in_bytes += in.value != nullptr ? in.value->raw().size() : 0;
+    for (const auto& out : *outputs) out_bytes += out.raw().size();
+    if (out_bytes > fold_bytes_limit && out_bytes > in_bytes) return false;  // kept as the op
     for (int i = 0; i < n.output_size(); ++i)
         if (!n.output(i).empty())
             m_constants[n.output(i)] = {std::make_shared<const Tensor>(std::move((*outputs)[static_cast<std::size_t>(i)])),
@@ -291,6 +396,23 @@ inline bool Importer::import_core(const pb::NodeProto& n) {
         id = m_graph.add_node(spec->op, std::move(inputs), spec->attributes, n.name());
     } catch (const rlflow::error& e) {
         throw onnx_error(context + ": " + e.what());
+    }
+    if (!spec->then.empty()) {  // one ONNX output, through the later stages
+        RLFLOW_ASSERT(mapped == 1);
+        TensorRef ref{id, spec->selected_output.value_or(0)};
+        try {
+            for (std::size_t k = 0; k < spec->then.size(); ++k) {
+                const CoreNodeSpec& stage = spec->then[k];
+                const std::string name = n.name().empty() ? std::string() : n.name() + "/" + std::to_string(k + 1);
+                const NodeId next = m_graph.add_node(stage.op, {ref}, stage.attributes, name);
+                ref = {next, stage.selected_output.value_or(0)};
+            }
+        } catch (const rlflow::error& e) {
+            throw onnx_error(context + ": " + e.what());
+        }
+        m_graph.rename_output(ref, n.output(0));
+        m_tensors[n.output(0)] = ref;
+        return true;
     }
     for (std::size_t i = 0; i < core_outputs; ++i) {
         if (carried[i] < 0) continue;

@@ -29,7 +29,9 @@ struct InferenceOutcome {
 /// Runs ONNX shape inference on `structure` (a structure_only() copy); `strict` is what
 /// Python's `check_model(full_check=True)` runs: types checked, errors raised.
 [[nodiscard]] inline InferenceOutcome infer_shapes(const pb::ModelProto& structure, bool strict) {
-    const ::onnx::ShapeInferenceOptions options{strict, strict ? 1 : 0, false};
+    // Data propagation lets inference read shapes computed by Shape, Gather, Concat and the
+    // like; the strict check is what check_model runs, without it.
+    const ::onnx::ShapeInferenceOptions options{strict, strict ? 1 : 0, !strict};
     auto* registry = ::onnx::OpSchemaRegistry::Instance();
     // libonnx builds its schema tables on first use (12 ms); built here once, not in every
     // child, a child's inference costs well under a millisecond more than running it here.

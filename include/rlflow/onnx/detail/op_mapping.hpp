@@ -77,8 +77,10 @@ struct OnnxAlias {
     std::string_view onnx_name;
     ImportFn import;
 };
-inline constexpr std::array<OnnxAlias, 3> onnx_aliases{{
+inline constexpr std::array<OnnxAlias, 5> onnx_aliases{{
     {"Slice", import_slice},
+    {"Gather", import_gather},
+    {"Dropout", import_dropout},
     {"Squeeze", import_squeeze},
     {"Unsqueeze", import_unsqueeze},
 }};

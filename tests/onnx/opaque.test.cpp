@@ -1,0 +1,151 @@
+// What stays opaque after import, and why: the importer's repeated fold-and-infer passes,
+// the size limit on folded values, and the reasons `rlflow info` gives.
+#include <rlflow/core/statistics.hpp>
+#include <rlflow/onnx/import.hpp>
+#include <rlflow/onnx/opaque.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+using namespace rlflow;
+namespace pb = ::onnx;
+
+namespace {
+
+/// A model built node by node; tensors are named by the caller.
+struct ModelBuilder {
+    pb::ModelProto model;
+
+    explicit ModelBuilder(std::int64_t opset = 17) {
+        model.set_ir_version(8);
+        model.add_opset_import()->set_version(opset);
+        model.mutable_graph()->set_name("model");
+    }
+    pb::GraphProto& graph() { return *model.mutable_graph(); }
+    ModelBuilder& input(const std::string& name, const std::vector<std::int64_t>& dims) {
+        auto* t = graph().add_input()->mutable_type()->mutable_tensor_type();
+        graph().mutable_input()->rbegin()->set_name(name);
+        t->set_elem_type(static_cast<int>(DType::Float32));
+        for (const auto d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+        return *this;
+    }
+    ModelBuilder& constant(const std::string& name, const Tensor& value) {
+        *graph().add_initializer() = onnx_io::tensor_to_proto(value, name);
+        return *this;
+    }
+    pb::NodeProto& node(const std::string& op, const std::vector<std::string>& in, const std::vector<std::string>& out,
+                        const std::string& domain = {}) {
+        pb::NodeProto& n = *graph().add_node();
+        n.set_op_type(op);
+        n.set_domain(domain);
+        n.set_name(out.front() + "_node");
+        for (const auto& i : in) n.add_input(i);
+        for (const auto& o : out) n.add_output(o);
+        return n;
+    }
+    ModelBuilder& output(const std::string& name) {
+        graph().add_output()->set_name(name);
+        return *this;
+    }
+};
+
+Tensor ints(const std::vector<std::int64_t>& v) {
+    return Tensor::from_values<std::int64_t>(DType::Int64, Shape{static_cast<std::int64_t>(v.size())}, v);
+}
+
+std::size_t count_op(const Graph& g, std::string_view label) {
+    return static_cast<std::size_t>(
+        std::count_if(g.nodes().begin(), g.nodes().end(), [&](const Node& n) { return n.op_label() == label; }));
+}
+
+}  // namespace
+
+TEST_CASE("a shape that only folding reveals types the opaque node after it, and the Shape of that folds") {
+    // x[2, 6] reshaped by a target computed with Where (which ONNX inference does not
+    // propagate), then HardSwish (opaque to rlflow: only inference types it), then a Reshape
+    // by HardSwish's own Shape. One pass leaves HardSwish untyped and its Shape unfolded;
+    // the second pass, with the folded target given to inference, folds it.
+    ModelBuilder m;
+    m.input("x", {2, 6}).constant("zero", ints({0})).constant("one", ints({1})).constant("flip", ints({3, 4}));
+    m.node("Shape", {"x"}, {"s"});
+    m.node("Equal", {"s", "zero"}, {"is_zero"});
+    m.node("Where", {"is_zero", "one", "flip"}, {"target"});  // [3, 4]
+    m.node("Reshape", {"x", "target"}, {"r"});
+    m.node("HardSwish", {"r"}, {"h"});
+    m.node("Shape", {"h"}, {"hs"});
+    m.node("Relu", {"h"}, {"a"});
+    m.node("Reshape", {"a", "hs"}, {"y"});
+    m.output("y");
+    const Graph g = onnx_io::import_model(m.model, {}, "two_passes.onnx");
+    CHECK(count_op(g, "Shape") == 0);
+    CHECK(count_op(g, "Where") == 0);
+    CHECK(graph_statistics(g).opaque_nodes == 1);
+    const auto h = std::find_if(g.nodes().begin(), g.nodes().end(), [](const Node& n) { return n.op_type == "HardSwish"; });
+    REQUIRE(h != g.nodes().end());
+    CHECK((*h).outputs[0].type == TensorType{DType::Float32, Shape{3, 4}});
+    CHECK(g.type(g.outputs().front().value) == TensorType{DType::Float32, Shape{3, 4}});
+
+    // Without folding nothing is learnt, and the import still succeeds.
+    onnx_io::ImportOptions unfolded;
+    unfolded.fold_constants = false;
+    CHECK(count_op(onnx_io::import_model(m.model, unfolded, "two_passes.onnx"), "Shape") == 2);
+}
+
+TEST_CASE("a fold that would blow a small value up past 1 MiB is kept as the op, and info says so") {
+    ModelBuilder m;
+    m.input("x", {512, 1024}).constant("shape", ints({512, 1024})).constant("small", ints({2, 3}));
+    m.node("ConstantOfShape", {"shape"}, {"big"});     // 2 MiB of float zeros: kept
+    m.node("ConstantOfShape", {"small"}, {"little"});  // 24 bytes: folded
+    m.node("Add", {"x", "big"}, {"y"});
+    m.output("y").output("little");
+    const Graph g = onnx_io::import_model(m.model, {}, "bloat.onnx");
+    CHECK(count_op(g, "ConstantOfShape") == 1);
+    CHECK(count_op(g, "Add") == 1);
+    const auto groups = onnx_io::opaque_groups(g);
+    REQUIRE(groups.size() == 1);
+    CHECK(groups[0].op_type == "ConstantOfShape");
+    CHECK(groups[0].nodes == std::vector<std::string>{"big_node"});
+    CHECK(groups[0].reason.find("left unfolded") != std::string::npos);
+}
+
+TEST_CASE("opaque nodes are grouped by op and reason, largest group first") {
+    ModelBuilder m;
+    m.input("x", {1, 4, 6, 6});
+    m.node("HardSwish", {"x"}, {"a"});
+    m.node("HardSwish", {"a"}, {"b"});
+    m.node("MyOp", {"b"}, {"c"}, "com.example");
+    // A strided Slice has no core form.
+    m.constant("starts", ints({0})).constant("ends", ints({6})).constant("axes", ints({2})).constant("steps", ints({2}));
+    m.node("Slice", {"x", "starts", "ends", "axes", "steps"}, {"d"});
+    m.output("c").output("d");
+    const Graph g = onnx_io::import_model(m.model, {}, "opaque.onnx");
+    const auto groups = onnx_io::opaque_groups(g);
+    REQUIRE(groups.size() == 3);
+    CHECK(groups[0].op_type == "HardSwish");
+    CHECK(groups[0].nodes == std::vector<std::string>{"a_node", "b_node"});
+    CHECK(groups[0].reason == "no core op for HardSwish");
+    const auto find = [&](const std::string& op) {
+        const auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& group) { return group.op_type == op; });
+        REQUIRE(it != groups.end());
+        return *it;
+    };
+    CHECK(find("MyOp").reason == "custom domain 'com.example'");
+    CHECK(find("MyOp").domain == "com.example");
+    CHECK(find("Slice").reason.find("outside what rlflow implements for Slice") != std::string::npos);
+}
+
+TEST_CASE("an op rlflow maps stays opaque when its input has no float32 static type, and says which input") {
+    // Relu of a tensor whose type inference cannot know (the output of a custom op).
+    ModelBuilder m;
+    m.input("x", {2, 3});
+    m.node("MyOp", {"x"}, {"u"}, "com.example");
+    m.node("Relu", {"u"}, {"y"});
+    m.output("y");
+    const Graph g = onnx_io::import_model(m.model, {}, "untyped.onnx");
+    const auto groups = onnx_io::opaque_groups(g);
+    REQUIRE(groups.size() == 2);
+    const auto relu = std::find_if(groups.begin(), groups.end(), [](const auto& group) { return group.op_type == "Relu"; });
+    REQUIRE(relu != groups.end());
+    CHECK(relu->reason == "input 'u' has no known type");
+}
