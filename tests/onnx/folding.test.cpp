@@ -149,6 +149,27 @@ TEST_CASE("folding Gather on axis 1 of a float matrix takes columns in index ord
     CHECK(as_floats(row) == Floats{4, 5, 6});
 }
 
+TEST_CASE("folding GatherElements replaces the axis coordinate of each position by its index") {
+    // ONNX's example: data [[1, 2], [3, 4]], indices [[0, 0], [1, 0]] on axis 1.
+    const Tensor data = floats({1, 2, 3, 4}, Shape{2, 2});
+    const Tensor indices = ints({0, 0, 1, 0}, Shape{2, 2});
+    const Tensor out = fold_one(NodeBuilder("GatherElements", {"d", "i"}).attr("axis", 1), {&data, &indices});
+    CHECK(out.shape() == Shape{2, 2});
+    CHECK(as_floats(out) == Floats{1, 1, 4, 3});
+    // Negative indices on axis 0, fewer columns than the data: out[i][j] = data[idx][j].
+    const Tensor grid = ints({1, 2, 3, 4, 5, 6, 7, 8, 9}, Shape{3, 3});
+    const Tensor rows = int32s({-1, 0, 1, -3}, Shape{2, 2});
+    const Tensor picked = fold_one(NodeBuilder("GatherElements", {"d", "i"}), {&grid, &rows});
+    CHECK(picked.shape() == Shape{2, 2});
+    CHECK(as_ints(picked) == Ints{7, 2, 4, 2});
+    const Tensor far = ints({3, 0}, Shape{1, 2});
+    CHECK_THROWS_WITH_AS(fold_all(NodeBuilder("GatherElements", {"d", "i"}), {&grid, &far}),
+                         doctest::Contains("index 3 out of range for axis of size 3"), onnx_error);
+    const Tensor flat = ints({0, 1});
+    CHECK_THROWS_WITH_AS(fold_all(NodeBuilder("GatherElements", {"d", "i"}), {&grid, &flat}),
+                         doctest::Contains("indices have rank 1, data 2"), onnx_error);
+}
+
 TEST_CASE("folding Slice counts negative starts from the end and clamps out-of-range ends") {
     const Tensor data = ints({0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
     const Tensor starts = ints({-3}), ends = ints({1000});

@@ -638,7 +638,7 @@ inline std::vector<CostChoice> other_price_models(const OptimizeOptions& o, cons
         if (name == "auto") {
             // The CPU's roofline and a GPU's: the GPU's finds merges (grouped and enlarged
             // convolutions) a CPU's per-op sum calls dearer but ORT at level all may run faster.
-            for (const char* preset : {"cpu", "v100"}) out.push_back({CostKind::analytic, preset});
+            for (const char* preset : {"cpu", "v100"}) out.push_back({CostKind::analytic, preset, {}});
             continue;
         }
         out.push_back(parse_cost_choice(name));

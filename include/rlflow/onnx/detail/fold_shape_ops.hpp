@@ -84,6 +84,46 @@ inline FoldResult fold_gather(const FoldContext& c) {
     return single(remap(data, table, *output));
 }
 
+/// GatherElements: out[i] = data[i with its `axis` coordinate replaced by indices[i]];
+/// indices has data's rank, and no dimension larger than data's except along the axis.
+inline FoldResult fold_gather_elements(const FoldContext& c) {
+    c.expect_inputs(2, 2);
+    const Tensor& data = c.value(0);
+    const Shape& shape = data.shape();
+    const Shape& index_shape = c.value(1).shape();
+    if (shape.rank() == 0) c.fail("data must have rank >= 1");
+    if (index_shape.rank() != shape.rank())
+        c.fail("indices have rank " + std::to_string(index_shape.rank()) + ", data " + std::to_string(shape.rank()));
+    const int axis = c.axis(c.int_attribute("axis", 0), shape.rank());
+    for (int d = 0; d < shape.rank(); ++d)
+        if (d != axis && index_shape[d] > shape[d])
+            c.fail("indices shape " + index_shape.to_string() + " exceeds data shape " + shape.to_string());
+    const auto indices = c.integers(1);
+    const auto strides = row_major_strides(shape);
+    const auto index_strides = row_major_strides(index_shape);
+    const std::size_t element_size = dtype_size(data.dtype());
+    const auto input = data.raw();
+    std::vector<std::byte> bytes(indices.size() * element_size);
+    for (std::size_t i = 0; i < indices.size(); ++i) {
+        std::int64_t offset = 0, rest = static_cast<std::int64_t>(i);
+        for (int d = 0; d < shape.rank(); ++d) {
+            const std::int64_t coordinate = rest / index_strides[static_cast<std::size_t>(d)];
+            rest %= index_strides[static_cast<std::size_t>(d)];
+            std::int64_t at = coordinate;
+            if (d == axis) {
+                at = indices[i];
+                if (at < -shape[d] || at >= shape[d])
+                    c.fail("index " + std::to_string(at) + " out of range for axis of size " + std::to_string(shape[d]));
+                at = at < 0 ? at + shape[d] : at;
+            }
+            offset += at * strides[static_cast<std::size_t>(d)];
+        }
+        std::memcpy(bytes.data() + i * element_size, input.data() + static_cast<std::size_t>(offset) * element_size,
+                    element_size);
+    }
+    return single(Tensor::from_raw(data.dtype(), index_shape, bytes));
+}
+
 /// The first index and element count of a Slice along one axis of size `size`, after ONNX's
 /// clamping: start and end are clamped to [0, size] for positive steps, and to [0, size-1]
 /// and [-1, size-1] for negative ones.

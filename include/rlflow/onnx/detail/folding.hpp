@@ -40,6 +40,7 @@ inline constexpr FoldOp fold_ops[] = {
     {"Constant", &fold_constant},
     {"ConstantOfShape", &fold_constant_of_shape},
     {"Gather", &fold_gather},
+    {"GatherElements", &fold_gather_elements},
     {"Slice", &fold_slice},
     {"Unsqueeze", &fold_unsqueeze},
     {"Squeeze", &fold_squeeze},
