@@ -127,6 +127,16 @@ struct DivOp {
     }
 };
 
+/// An integer a % b as C++ computes it (the dividend's sign); x % 0 does not fold, and
+/// x % -1 is 0 (MIN % -1 overflows in C++).
+template <class T>
+std::optional<T> integer_remainder(T a, T b) noexcept {
+    if (b == 0) return std::nullopt;
+    if constexpr (std::is_signed_v<T>)
+        if (b == -1) return T{0};
+    return static_cast<T>(a % b);
+}
+
 /// Mod with fmod = 0 (the default): the remainder takes the divisor's sign, as Python's %
 /// (ONNX allows it on integers only; floats need fmod = 1). x mod 0 does not fold; MIN mod
 /// -1 is 0.
@@ -135,15 +145,10 @@ struct FloorModOp {
     static constexpr bool supports = std::is_integral_v<T>;
     template <class T>
     static std::optional<T> apply(T a, T b) noexcept {
-        if (b == 0) return std::nullopt;
-        if constexpr (std::is_signed_v<T>) {
-            if (b == -1) return T{0};
-            auto r = static_cast<T>(a % b);
-            if (r != 0 && (r < 0) != (b < 0)) r = static_cast<T>(r + b);
-            return r;
-        } else {
-            return static_cast<T>(a % b);
-        }
+        auto r = integer_remainder(a, b);
+        if constexpr (std::is_signed_v<T>)
+            if (r && *r != 0 && (*r < 0) != (b < 0)) *r = static_cast<T>(*r + b);
+        return r;
     }
 };
 
@@ -154,14 +159,8 @@ struct TruncModOp {
     static constexpr bool supports = is_number_v<T>;
     template <class T>
     static std::optional<T> apply(T a, T b) noexcept {
-        if constexpr (std::is_integral_v<T>) {
-            if (b == 0) return std::nullopt;
-            if constexpr (std::is_signed_v<T>)
-                if (b == -1) return T{0};
-            return static_cast<T>(a % b);
-        } else {
-            return static_cast<T>(std::fmod(a, b));
-        }
+        if constexpr (std::is_integral_v<T>) return integer_remainder(a, b);
+        else return static_cast<T>(std::fmod(a, b));
     }
 };
 

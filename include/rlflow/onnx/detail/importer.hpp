@@ -139,7 +139,8 @@ private:
         add_graph_inputs();
         for (const auto& [name, value] : m_initializers) m_constants[name] = {value, Origin::Initializer, {}};
         count_reads();
-        for (const int i : dependency_order(m_model.graph(), m_source)) import_node(m_model.graph().node(i));
+        if (m_order.empty()) m_order = dependency_order(m_model.graph(), m_source);
+        for (const int i : m_order) import_node(m_model.graph().node(i));
     }
 
     /// The structure with what the last pass learnt: nodes that folded replaced by their
@@ -174,21 +175,21 @@ private:
             }
         }
         g.mutable_node()->Swap(kept.mutable_node());
-        for (auto& input : *g.mutable_input())
+        std::unordered_set<std::string> inputs;
+        for (auto& input : *g.mutable_input()) {
+            inputs.insert(input.name());
             if (const auto type = known_type(input.name()); type && type->shape.is_static())
                 type_to_proto(*type, *input.mutable_type());
+        }
         g.clear_value_info();
         for (const auto& [name, ref] : m_tensors) {
             const TensorType& type = m_graph.type(ref);
-            if (type.dtype == DType::Undefined || !type.shape.is_static() || is_graph_input(g, name)) continue;
+            if (type.dtype == DType::Undefined || !type.shape.is_static() || inputs.contains(name)) continue;
             auto* v = g.add_value_info();
             v->set_name(name);
             type_to_proto(type, *v->mutable_type());
         }
         return learnt;
-    }
-    static bool is_graph_input(const pb::GraphProto& g, const std::string& name) {
-        return std::any_of(g.input().begin(), g.input().end(), [&](const auto& v) { return v.name() == name; });
     }
 
     /// True when `inferred` gives a static type to an opaque node's output that the graph
@@ -294,6 +295,8 @@ private:
     std::unordered_map<std::string, std::size_t> m_reads;
     pb::ModelProto m_structure;
     std::vector<std::pair<std::string, TensorPtr>> m_initializers;
+    /// The nodes in dependency order, found by the first pass.
+    std::vector<int> m_order;
 };
 
 /// The exact type of a tensor, if known (a type whose dtype is Undefined stands for one
