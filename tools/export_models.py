@@ -100,15 +100,38 @@ def MaskedEncoder(torch):
 
 
 def count_flops(model, example):
-    """FLOPs of one forward pass as PyTorch's profiler counts them (convolutions and matrix
-    products at two per multiply-add, and elementwise products and sums): a count made
-    without rlflow."""
+    """FLOPs of one forward pass, counted without rlflow: PyTorch's profiler (convolutions
+    and matrix products at two per multiply-add, elementwise products and sums at one per
+    element), plus what the profiler leaves out, at one per element as rlflow counts it:
+    each output element of an activation module (ReLU, HardSwish, HardSigmoid, GELU, ...)
+    and each input element of an adaptive average pool. Activations called as functions
+    rather than modules (torch.nn.functional.relu) are not seen by the hooks."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    with torch.no_grad(), profile(activities=[ProfilerActivity.CPU], with_flops=True) as p:
-        model(example)
-    return sum(e.flops for e in p.key_averages())
+    activations = (torch.nn.ReLU, torch.nn.ReLU6, torch.nn.Hardswish, torch.nn.Hardsigmoid, torch.nn.Sigmoid,
+                   torch.nn.Tanh, torch.nn.SiLU, torch.nn.GELU, torch.nn.LeakyReLU)
+    unprofiled = [0]
+
+    def on_activation(module, inputs, output):
+        unprofiled[0] += output.numel()
+
+    def on_pool(module, inputs, output):
+        unprofiled[0] += inputs[0].numel()
+
+    hooks = []
+    for module in model.modules():
+        if isinstance(module, activations):
+            hooks.append(module.register_forward_hook(on_activation))
+        elif isinstance(module, torch.nn.AdaptiveAvgPool2d):
+            hooks.append(module.register_forward_hook(on_pool))
+    try:
+        with torch.no_grad(), profile(activities=[ProfilerActivity.CPU], with_flops=True) as p:
+            model(example)
+    finally:
+        for h in hooks:
+            h.remove()
+    return sum(e.flops for e in p.key_averages()) + unprofiled[0]
 
 
 def build(name, seed):

@@ -7,7 +7,8 @@ For every model (default: tools/export_models.py's MODERN_MODELS: a windowed-att
 vision transformer, MobileNet-V3 and a transformer encoder whose causal mask is computed
 from the input's length), exported at opset 17 with seeded random weights:
   1. `rlflow info --json`: the opaque nodes left, by type and reason, and the FLOPs, which
-     must be within 2% of PyTorch's own count (its profiler, export_models.count_flops);
+     must be within 2% of a count made with PyTorch (its profiler, and hooks for the
+     activations and pools the profiler leaves out: export_models.count_flops);
   2. `rlflow optimize` with the default settings, then tools/ort/compare.js: the optimised
      model's output must equal the input model's in ONNX Runtime to 1e-4 of the output's
      scale.

@@ -4,7 +4,9 @@
 
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <set>
+#include <utility>
 
 using namespace rlflow;
 
@@ -105,4 +107,35 @@ TEST_CASE("validate catches data that does not match a weight's type") {
                     shape_error);
     g.set_weight_data(w, std::make_shared<const Tensor>(Tensor::from_floats(Shape{2}, {1, 2})));
     CHECK(g.node(w).data->floats()[1] == 2.0f);
+}
+
+TEST_CASE("a Slice normalises to clamped starts and ends on every axis, the same from any spelling") {
+    constexpr std::int64_t before_zero = std::numeric_limits<std::int64_t>::min();
+    constexpr std::int64_t past_end = std::numeric_limits<std::int64_t>::max();
+    const auto sliced = [](const std::vector<std::int64_t>& starts, const std::vector<std::int64_t>& ends,
+                           const std::vector<std::int64_t>& steps) {
+        Graph g;
+        const auto x = g.add_input("x", {DType::Float32, Shape{8, 5}});
+        const auto s = g.add_node(OpKind::Slice, {{x, 0}}, {{"starts", starts}, {"ends", ends}, {"steps", steps}});
+        return std::pair{g.node(s).attributes, g.type({s, 0}).shape};
+    };
+    // x[::2, ::-1] spelled three ways.
+    const auto [a, shape_a] = sliced({0, -1}, {past_end, before_zero}, {2, -1});
+    const auto [b, shape_b] = sliced({-100, 4}, {8, -6}, {2, -1});
+    const auto [c, shape_c] = sliced({0, 100}, {7, -100}, {2, -1});
+    CHECK(shape_a == Shape{4, 5});
+    CHECK(a.get_ints("starts") == std::vector<std::int64_t>{0, 4});
+    CHECK(a.get_ints("ends") == std::vector<std::int64_t>{7, before_zero});
+    CHECK(a == b);
+    CHECK(a == c);
+    CHECK(shape_b == shape_a);
+    CHECK(shape_c == shape_a);
+    // Normalising the canonical form changes nothing.
+    const auto [again, shape_again] = sliced(a.get_ints("starts"), a.get_ints("ends"), a.get_ints("steps"));
+    CHECK(again == a);
+    CHECK(shape_again == shape_a);
+    // A slice that keeps nothing, and the errors.
+    CHECK(sliced({3, 0}, {3, 5}, {1, 2}).second == Shape{0, 3});
+    CHECK_THROWS_AS(sliced({0, 0}, {8, 5}, {1, 0}), shape_error);
+    CHECK_THROWS_AS(sliced({0}, {8}, {1}), shape_error);
 }

@@ -127,13 +127,16 @@ TEST_CASE("cuda executor: MatMul with vectors, shared and partly broadcast batch
     check_op(OpKind::Gemm, {{3, 4}, {4, 5}});
 }
 
-TEST_CASE("cuda executor: elementwise ops, broadcasting binary ops and Clip") {
+TEST_CASE("cuda executor: elementwise ops, broadcasting binary ops, Clip and the parameterised activations") {
     if (!gpu_present()) return;
     for (const OpKind op : {OpKind::Relu, OpKind::Sigmoid, OpKind::Tanh, OpKind::Erf, OpKind::Sqrt}) {
         CAPTURE(static_cast<int>(op));
         check_op(op, {{2, 3, 17}});
     }
     check_op(OpKind::Clip, {{4, 9}}, {{"min", -0.3}, {"max", 0.4}});
+    check_op(OpKind::HardSigmoid, {{4, 9}}, {{"alpha", 2.0}, {"beta", 0.5}});  // saturates on [-1, 1] inputs
+    check_op(OpKind::HardSwish, {{2, 3, 17}});
+    check_op(OpKind::LeakyRelu, {{4, 9}}, {{"alpha", 0.2}});
     for (const OpKind op : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div}) {
         CAPTURE(static_cast<int>(op));
         check_op(op, {{2, 3, 4}, {3, 1}});
@@ -163,7 +166,7 @@ TEST_CASE("cuda executor: pooling with pads, strides, dilation, ceil mode and bo
     check_op(OpKind::GlobalAveragePool, {{2, 5, 7, 3}});
 }
 
-TEST_CASE("cuda executor: batch and layer normalisation, softmax and ReduceMean over any axes") {
+TEST_CASE("cuda executor: batch and layer normalisation, softmax and ReduceMean, ReduceSum and ReduceMax over any axes") {
     if (!gpu_present()) return;
     check_op(OpKind::BatchNormalization, {{2, 3, 4, 5}, {3}, {3}, {3}, {3}}, {{"epsilon", 1e-3}});
     check_op(OpKind::LayerNormalization, {{2, 6, 33}, {33}, {33}}, {{"axis", std::int64_t{-1}}, {"epsilon", 1e-5}});
@@ -174,9 +177,12 @@ TEST_CASE("cuda executor: batch and layer normalisation, softmax and ReduceMean 
     check_op(OpKind::ReduceMean, {{2, 3, 4, 5}}, {{"axes", Ints{1}}, {"keepdims", std::int64_t{1}}});  // moved last first
     check_op(OpKind::ReduceMean, {{2, 3, 4, 5}}, {{"axes", Ints{2, 3}}, {"keepdims", std::int64_t{0}}});
     check_op(OpKind::ReduceMean, {{2, 3, 4}}, {{"axes", Ints{0, 2}}, {"keepdims", std::int64_t{1}}});
+    check_op(OpKind::ReduceSum, {{2, 3, 4, 5}}, {{"axes", Ints{1}}, {"keepdims", std::int64_t{0}}});
+    check_op(OpKind::ReduceSum, {{3, 700}}, {});  // every axis, rows longer than a block
+    check_op(OpKind::ReduceMax, {{2, 3, 4, 5}}, {{"axes", Ints{0, 3}}, {"keepdims", std::int64_t{1}}});
 }
 
-TEST_CASE("cuda executor: concat, split, transpose, pad in every mode, views, and the kernel transforms") {
+TEST_CASE("cuda executor: concat, split, transpose, strided slice, pad in every mode, views, and the kernel transforms") {
     if (!gpu_present()) return;
     check_op(OpKind::Concat, {{2, 3, 4}, {2, 5, 4}, {2, 1, 4}}, {{"axis", std::int64_t{1}}});
     check_op(OpKind::Concat, {{2, 3}, {2, 3}}, {{"axis", std::int64_t{-1}}});
@@ -186,6 +192,7 @@ TEST_CASE("cuda executor: concat, split, transpose, pad in every mode, views, an
     check_op(OpKind::Pad, {{2, 3, 5}}, {{"pads", Ints{0, 2, 4, 0, 1, 6}}, {"mode", std::string("reflect")}});
     check_op(OpKind::Pad, {{2, 3, 5}}, {{"pads", Ints{1, 0, 2, 0, 3, 1}}, {"mode", std::string("edge")}});
     check_op(OpKind::Enlarge, {{2, 3, 3, 3}}, {{"kernel_shape", Ints{5, 7}}});
+    check_op(OpKind::Slice, {{2, 8, 6, 5}}, {{"starts", Ints{0, 0, 1, 4}}, {"ends", Ints{2, 8, 6, 0}}, {"steps", Ints{1, 2, 2, -3}}});
     check_op(OpKind::MergeGConv, {{8, 2, 3, 3}}, {{"group", std::int64_t{4}}, {"count", std::int64_t{2}}});
     // Views alias their input's buffer: a reshape read by an op and itself a graph output.
     Graph g;

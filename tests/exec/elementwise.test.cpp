@@ -80,3 +80,26 @@ TEST_CASE("clip bounds values by min and max and defaults to no bound") {
     check_close(run_op(OpKind::Clip, {x}, {{"min", 0.0}}).at(0), x.shape(), low_only, 0.0);
     CHECK(run_op(OpKind::Clip, {x}).at(0) == x);
 }
+
+TEST_CASE("HardSigmoid, HardSwish and LeakyRelu match their ONNX definitions, defaults and attributes") {
+    const Tensor x = random_tensor({2, 9, 7}, 120, -5.0, 5.0);
+    const auto hard_sigmoid = [](double v, double alpha, double beta) { return std::clamp(alpha * v + beta, 0.0, 1.0); };
+    std::vector<double> sigmoid_default, sigmoid_set, swish, leaky_default, leaky_set;
+    for (const float f : x.floats()) {
+        const double v = f;
+        sigmoid_default.push_back(hard_sigmoid(v, 0.2, 0.5));
+        sigmoid_set.push_back(hard_sigmoid(v, 0.5, 0.25));
+        swish.push_back(v * hard_sigmoid(v, 1.0 / 6.0, 0.5));
+        leaky_default.push_back(v >= 0 ? v : 0.01 * v);
+        leaky_set.push_back(v >= 0 ? v : 0.3 * v);
+    }
+    check_close(run_op(OpKind::HardSigmoid, {x}).at(0), x.shape(), sigmoid_default, 1e-6);
+    check_close(run_op(OpKind::HardSigmoid, {x}, {{"alpha", 0.5}, {"beta", 0.25}}).at(0), x.shape(), sigmoid_set, 1e-6);
+    check_close(run_op(OpKind::HardSwish, {x}).at(0), x.shape(), swish, 1e-6);
+    check_close(run_op(OpKind::LeakyRelu, {x}).at(0), x.shape(), leaky_default, 1e-6);
+    check_close(run_op(OpKind::LeakyRelu, {x}, {{"alpha", 0.3}}).at(0), x.shape(), leaky_set, 1e-6);
+    // The kinks: HardSwish is 0 at -3 and x at 3; HardSigmoid saturates at both ends.
+    const Tensor edges = Tensor::from_floats({4}, {-3.0f, 3.0f, -100.0f, 100.0f});
+    check_close(run_op(OpKind::HardSwish, {edges}).at(0), Shape{4}, {0.0, 3.0, 0.0, 100.0}, 0.0);
+    check_close(run_op(OpKind::HardSigmoid, {edges}).at(0), Shape{4}, {0.0, 1.0, 0.0, 1.0}, 0.0);
+}

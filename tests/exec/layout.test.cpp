@@ -1,5 +1,6 @@
 #include "support.hpp"
 
+#include <limits>
 #include <string>
 
 using namespace exec_test;
@@ -130,4 +131,32 @@ TEST_CASE("reshape, flatten and identity pass the data through with their new sh
     CHECK(flat.shape() == Shape{6, 4});
     CHECK(std::vector<float>(flat.floats().begin(), flat.floats().end()) == data);
     CHECK(run_op(OpKind::Identity, {x}).at(0) == x);
+}
+
+TEST_CASE("a strided Slice reads first + i * step on every axis, backwards for negative steps") {
+    const Tensor x = random_tensor({5, 6, 7}, 130);
+    struct Case {
+        Ints starts, ends, steps;
+        Ints firsts;  // the first index read on each axis, by hand
+        Shape out;
+    };
+    constexpr std::int64_t before_zero = std::numeric_limits<std::int64_t>::min();
+    const std::vector<Case> cases{
+        {{0, 0, 0}, {5, 6, 7}, {2, 1, 3}, {0, 0, 0}, {3, 6, 3}},               // PatchMerging's x[0::2]
+        {{1, 0, 6}, {5, 6, before_zero}, {2, 1, -1}, {1, 0, 6}, {2, 6, 7}},    // x[1::2, :, ::-1]
+        {{-1, 5, -2}, {-6, -100, 0}, {-2, -4, -3}, {4, 5, 5}, {3, 2, 2}},      // negative indices, clamped
+        {{0, 2, 0}, {100, 3, 7}, {7, 1, 1}, {0, 2, 0}, {1, 1, 7}},             // a step longer than the axis
+    };
+    for (const Case& c : cases) {
+        CAPTURE(rlflow::detail::ints_to_string(c.steps));
+        std::vector<double> expected;
+        for (std::int64_t i = 0; i < c.out.numel(); ++i) {
+            const Index out = unravel(i, c.out);
+            Index in(3);
+            for (std::size_t d = 0; d < 3; ++d) in[d] = c.firsts[d] + out[d] * c.steps[d];
+            expected.push_back(at(x, ravel(in, x.shape())));
+        }
+        const Attributes attributes{{"starts", c.starts}, {"ends", c.ends}, {"steps", c.steps}};
+        check_close(run_op(OpKind::Slice, {x}, attributes).at(0), c.out, expected, 0.0);
+    }
 }

@@ -98,7 +98,9 @@ TEST_CASE("softmax on the last axis survives inputs that would overflow exp") {
 
 namespace {
 
-void check_reduce_mean(const Tensor& x, const Ints& axes, bool keepdims) {
+/// Checks ReduceMean, ReduceSum and ReduceMax over `axes` against sums and maxima taken
+/// in double over every element.
+void check_reductions(const Tensor& x, const Ints& axes, bool keepdims) {
     CAPTURE(axes.size());
     CAPTURE(keepdims);
     const Shape& shape = x.shape();
@@ -114,27 +116,32 @@ void check_reduce_mean(const Tensor& x, const Ints& axes, bool keepdims) {
         else if (keepdims) out.push_back(1);
     }
     std::vector<double> sums(static_cast<std::size_t>(kept.numel()), 0.0);
+    std::vector<double> maxima(sums.size(), -INFINITY);
     for (std::int64_t i = 0; i < shape.numel(); ++i) {
         Index index = unravel(i, shape);
         for (int d = 0; d < shape.rank(); ++d)
             if (reduced(d)) index[static_cast<std::size_t>(d)] = 0;
-        sums[static_cast<std::size_t>(ravel(index, kept))] += at(x, i);
+        const auto k = static_cast<std::size_t>(ravel(index, kept));
+        sums[k] += at(x, i);
+        maxima[k] = std::max(maxima[k], at(x, i));
     }
+    const Attributes attributes{{"axes", axes}, {"keepdims", std::int64_t{keepdims}}};
+    check_close(run_op(OpKind::ReduceSum, {x}, attributes).at(0), out, sums);
+    check_close(run_op(OpKind::ReduceMax, {x}, attributes).at(0), out, maxima, 0.0);
     const double count = static_cast<double>(shape.numel() / kept.numel());
     for (double& s : sums) s /= count;
-    const Attributes attributes{{"axes", axes}, {"keepdims", std::int64_t{keepdims}}};
     check_close(run_op(OpKind::ReduceMean, {x}, attributes).at(0), out, sums);
 }
 
 }  // namespace
 
-TEST_CASE("reduce mean over chosen axes with keepdims 0 and 1 matches the reference") {
+TEST_CASE("reduce mean, sum and max over chosen axes with keepdims 0 and 1 match the reference") {
     const Tensor x = random_tensor({3, 4, 5, 2}, 170);
     for (const bool keepdims : {false, true}) {
-        check_reduce_mean(x, {1}, keepdims);
-        check_reduce_mean(x, {0, 2}, keepdims);
-        check_reduce_mean(x, {2, 3}, keepdims);
-        check_reduce_mean(x, {-1}, keepdims);
-        check_reduce_mean(x, {}, keepdims);
+        check_reductions(x, {1}, keepdims);
+        check_reductions(x, {0, 2}, keepdims);
+        check_reductions(x, {2, 3}, keepdims);
+        check_reductions(x, {-1}, keepdims);
+        check_reductions(x, {}, keepdims);
     }
 }

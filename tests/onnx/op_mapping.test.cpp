@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <limits>
 
 using namespace rlflow;
 namespace pb = ::onnx;
@@ -59,6 +60,10 @@ struct OneNodeModel {
     OneNodeModel& attribute(const std::string& name, const std::vector<std::int64_t>& v) {
         pb::AttributeProto& a = new_attribute(name, pb::AttributeProto::INTS);
         for (const auto i : v) a.add_ints(i);
+        return *this;
+    }
+    OneNodeModel& float_attribute(const std::string& name, float v) {
+        new_attribute(name, pb::AttributeProto::FLOAT).set_f(v);
         return *this;
     }
     pb::AttributeProto& new_attribute(const std::string& name, pb::AttributeProto::AttributeType type) {
@@ -259,4 +264,108 @@ TEST_CASE("Dropout passes its input through at inference and at a constant ratio
     OneNodeModel mask(13, "Dropout", {2, 3});
     mask.output("y", {2, 3}).output("mask", {2, 3});
     CHECK(imported_node(onnx_io::import_model(mask.model, {}, "mask.onnx")).op == OpKind::Opaque);
+}
+
+TEST_CASE("HardSigmoid, HardSwish and LeakyRelu import as core ops with their attributes, and HardSwish before opset 14 is written as HardSigmoid times x") {
+    OneNodeModel sigmoid(13, "HardSigmoid", {2, 3});
+    sigmoid.float_attribute("alpha", 0.25f).output("y", {2, 3});
+    const Graph sg = onnx_io::import_model(sigmoid.model, {}, "hard_sigmoid.onnx");
+    const Node& s = imported_node(sg);
+    CHECK(s.op == OpKind::HardSigmoid);
+    CHECK(s.attributes.get_float("alpha", 0) == doctest::Approx(0.25));
+    CHECK(s.attributes.get_float("beta", 0) == doctest::Approx(0.5));  // ONNX's default, filled in
+
+    OneNodeModel leaky(13, "LeakyRelu", {2, 3});
+    leaky.output("y", {2, 3});
+    const Graph lg = onnx_io::import_model(leaky.model, {}, "leaky.onnx");
+    const Node& l = imported_node(lg);
+    CHECK(l.op == OpKind::LeakyRelu);
+    CHECK(l.attributes.get_float("alpha", 0) == doctest::Approx(0.01));
+
+    OneNodeModel swish(14, "HardSwish", {2, 3});
+    swish.output("y", {2, 3});
+    Graph g = onnx_io::import_model(swish.model, {}, "hard_swish.onnx");
+    CHECK(imported_node(g).op == OpKind::HardSwish);
+    CHECK(exported_ops(g) == std::vector<std::string>{"HardSwish"});
+    onnx_io::ExportOptions older;
+    older.opset = 13;
+    const pb::ModelProto written = onnx_io::export_model(g, older);
+    REQUIRE(written.graph().node_size() == 2);
+    CHECK(written.graph().node(0).op_type() == "HardSigmoid");
+    CHECK(written.graph().node(1).op_type() == "Mul");
+    CHECK(run_on_counting_input(onnx_io::import_model(written)) == run_on_counting_input(g));
+
+    OneNodeModel unknown(14, "HardSwish", {2, 3});
+    unknown.float_attribute("alpha", 0.5f).output("y", {2, 3});  // HardSwish has no attributes
+    CHECK(imported_node(onnx_io::import_model(unknown.model, {}, "odd.onnx")).op == OpKind::Opaque);
+}
+
+TEST_CASE("a Slice with steps is a core Slice over every axis that round-trips through export") {
+    // x[4, 6][::2, 5:0:-2]: rows 0 and 2, columns 5 and 3 and 1.
+    OneNodeModel m(13, "Slice", {4, 6});
+    m.constant_input("starts", ints({0, 5})).constant_input("ends", ints({std::numeric_limits<std::int64_t>::max(), 0}));
+    m.constant_input("axes", ints({0, 1})).constant_input("steps", ints({2, -2}));
+    m.output("y", {2, 3});
+    const Graph g = onnx_io::import_model(m.model, {}, "strided.onnx");
+    CHECK(graph_statistics(g).opaque_nodes == 0);
+    const Node& n = imported_node(g);
+    CHECK(n.op == OpKind::Slice);
+    CHECK(n.attributes.get_ints("starts") == std::vector<std::int64_t>{0, 5});
+    CHECK(n.attributes.get_ints("ends") == std::vector<std::int64_t>{3, 0});
+    CHECK(n.attributes.get_ints("steps") == std::vector<std::int64_t>{2, -2});
+    CHECK(run_on_counting_input(g) == std::vector<float>{5, 3, 1, 17, 15, 13});
+    CHECK(exported_ops(g) == std::vector<std::string>{"Slice"});
+    const Graph back = onnx_io::import_model(onnx_io::export_model(g));
+    CHECK(imported_node(back).attributes == n.attributes);
+
+    // Reversing a whole axis reaches index 0: its end is written as INT64_MIN, not -1.
+    OneNodeModel reversed(13, "Slice", {4, 6});
+    reversed.constant_input("starts", ints({-1})).constant_input("ends", ints({-7})).constant_input("axes", ints({1}));
+    reversed.constant_input("steps", ints({-1})).output("y", {4, 6});
+    const Graph r = onnx_io::import_model(reversed.model, {}, "reversed.onnx");
+    const auto values = run_on_counting_input(r);
+    REQUIRE(values.size() == 24);
+    CHECK(values[0] == 5);
+    CHECK(values[5] == 0);
+    CHECK(run_on_counting_input(onnx_io::import_model(onnx_io::export_model(r))) == values);
+
+    // A step of 0 is invalid, and a slice that keeps nothing is left to the runtime.
+    OneNodeModel zero(13, "Slice", {4, 6});
+    zero.constant_input("starts", ints({0})).constant_input("ends", ints({4})).constant_input("axes", ints({0}));
+    zero.constant_input("steps", ints({0})).output("y", {4, 6});
+    CHECK(imported_node(onnx_io::import_model(zero.model, {}, "zero.onnx")).op == OpKind::Opaque);
+    OneNodeModel empty(13, "Slice", {4, 6});
+    empty.constant_input("starts", ints({3})).constant_input("ends", ints({1})).constant_input("axes", ints({0}));
+    empty.constant_input("steps", ints({2})).output("y", {0, 6});
+    CHECK(imported_node(onnx_io::import_model(empty.model, {}, "empty.onnx")).op == OpKind::Opaque);
+}
+
+TEST_CASE("ReduceSum takes its axes as a constant input from opset 13, with noop_with_empty_axes an Identity") {
+    OneNodeModel m(13, "ReduceSum", {2, 3});
+    m.constant_input("axes", ints({-1})).attribute("keepdims", std::int64_t{0}).output("y", {2});
+    const Graph g = onnx_io::import_model(m.model, {}, "sum.onnx");
+    const Node& n = imported_node(g);
+    CHECK(n.op == OpKind::ReduceSum);
+    CHECK(n.attributes.get_ints("axes") == std::vector<std::int64_t>{1});
+    CHECK(run_on_counting_input(g) == std::vector<float>{3, 12});
+    const pb::ModelProto written = onnx_io::export_model(g);
+    REQUIRE(written.graph().node_size() == 1);
+    CHECK(written.graph().node(0).input_size() == 2);  // axes written as an input again
+    CHECK(run_on_counting_input(onnx_io::import_model(written)) == run_on_counting_input(g));
+
+    OneNodeModel all(13, "ReduceSum", {2, 3});
+    all.output("y", {1, 1});
+    const Graph every = onnx_io::import_model(all.model, {}, "all.onnx");
+    CHECK(imported_node(every).op == OpKind::ReduceSum);
+    CHECK(run_on_counting_input(every) == std::vector<float>{15});
+
+    OneNodeModel noop(13, "ReduceSum", {2, 3});
+    noop.attribute("noop_with_empty_axes", std::int64_t{1}).output("y", {2, 3});
+    CHECK(imported_node(onnx_io::import_model(noop.model, {}, "noop.onnx")).op == OpKind::Identity);
+
+    OneNodeModel older(11, "ReduceMax", {2, 3});
+    older.attribute("axes", std::vector<std::int64_t>{0}).output("y", {1, 3});
+    const Graph max = onnx_io::import_model(older.model, {}, "max.onnx");
+    CHECK(imported_node(max).op == OpKind::ReduceMax);
+    CHECK(run_on_counting_input(max) == std::vector<float>{3, 4, 5});
 }

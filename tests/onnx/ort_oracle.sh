@@ -11,6 +11,8 @@
 #      and outputs are dumped as TensorProto files                -> W/ort_io/
 #   4. rlflow run: rlflow's reference executor, on the converted model and ORT's inputs,
 #      must match ORT's outputs (rtol/atol 1e-4).
+#   For every SOURCE_DIR/tests/data/ops/*.onnx (one-node models of the newer core ops,
+#   from tools/make_op_cases.py): rlflow info lists no opaque op, then steps 2-4.
 #   5. for the opset-17 exports and every SOURCE_DIR/tests/data/opaque/*.onnx (models with
 #      ops rlflow cannot execute, verified region by region): rlflow optimize (greedy),
 #      and compare.js: the optimised model must agree with the original in ORT to 1e-4
@@ -138,6 +140,27 @@ done
 for f in "$SOURCE_DIR"/tests/data/opaque/*.onnx; do
     begin "opaque_$(basename "$f" .onnx)"
     optimized "$name" "$f" "$w" || status=1
+    record "$name" "$t0" "$status"
+done
+
+# core_only NAME MODEL DIR: rlflow info must list no opaque op in MODEL.
+core_only() {
+    local name=$1 model=$2 w=$3
+    step info "$w/info.log" "$RLFLOW_BIN" info "$model" --json || return 1
+    local opaque
+    opaque=$(node -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+        process.stdout.write(String(r.opaque_ops.reduce((n, o) => n + o.count, 0)));' "$w/info.log") || return 1
+    if [[ $opaque != 0 ]]; then
+        echo "  $name: $opaque opaque ops, expected none"
+        return 1
+    fi
+}
+
+# One-node models of the newer core ops (tools/make_op_cases.py): core ops only, and
+# rlflow's executor gives ORT's outputs (steps 2-4).
+for f in "$SOURCE_DIR"/tests/data/ops/*.onnx; do
+    begin "op_$(basename "$f" .onnx)"
+    core_only "$name" "$f" "$w" && check "$name" "$f" "$w" || status=1
     record "$name" "$t0" "$status"
 done
 

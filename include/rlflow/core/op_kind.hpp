@@ -45,6 +45,12 @@ enum class OpKind : std::uint8_t {
     ReduceMean,
     Enlarge,
     MergeGConv,
+    HardSigmoid,
+    HardSwish,
+    LeakyRelu,
+    Slice,
+    ReduceSum,
+    ReduceMax,
     Opaque,
 };
 

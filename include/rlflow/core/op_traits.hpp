@@ -93,6 +93,9 @@ inline constexpr A reshape_attrs[] = {{"shape", T::Ints, true}, {"allowzero", T:
 inline constexpr A pad_attrs[] = {{"pads", T::Ints, true}, {"mode", T::String}, {"value", T::Float}};
 inline constexpr A reduce_attrs[] = {{"axes", T::Ints}, {"keepdims", T::Int}};
 inline constexpr A enlarge_attrs[] = {{"kernel_shape", T::Ints, true}};
+inline constexpr A hard_sigmoid_attrs[] = {{"alpha", T::Float}, {"beta", T::Float}};
+inline constexpr A alpha_attrs[] = {{"alpha", T::Float}};
+inline constexpr A slice_attrs[] = {{"starts", T::Ints, true}, {"ends", T::Ints, true}, {"steps", T::Ints}};
 inline constexpr A merge_gconv_attrs[] = {{"count", T::Int, true}, {"group", T::Int, true}};
 inline constexpr std::span<const A> none{};
 
@@ -132,9 +135,15 @@ inline constexpr std::array<OpTraits, op_kind_count> op_table{{
  {OpKind::Reshape, "Reshape", "Reshape", 1, 1, reshape_attrs, ReshapeOp::normalize, ReshapeOp::infer, no_flops, op_flag_view},
  {OpKind::Flatten, "Flatten", "Flatten", 1, 1, axis_attrs, FlattenOp::normalize, FlattenOp::infer, no_flops, op_flag_view},
  {OpKind::Pad, "Pad", "Pad", 1, 1, pad_attrs, PadOp::normalize, PadOp::infer, no_flops},
- {OpKind::ReduceMean, "ReduceMean", "ReduceMean", 1, 1, reduce_attrs, ReduceMeanOp::normalize, ReduceMeanOp::infer, ReduceMeanOp::flops},
+ {OpKind::ReduceMean, "ReduceMean", "ReduceMean", 1, 1, reduce_attrs, ReduceOp::normalize, ReduceOp::infer, ReduceOp::flops},
  {OpKind::Enlarge, "Enlarge", "", 1, 1, enlarge_attrs, no_normalize, EnlargeOp::infer, no_flops},
  {OpKind::MergeGConv, "MergeGConv", "", 1, 1, merge_gconv_attrs, no_normalize, MergeGConvOp::infer, no_flops},
+ {OpKind::HardSigmoid, "HardSigmoid", "HardSigmoid", 1, 1, hard_sigmoid_attrs, HardSigmoidOp::normalize, UnaryOp::infer, elementwise_flops, ew},
+ {OpKind::HardSwish, "HardSwish", "HardSwish", 1, 1, none, no_normalize, UnaryOp::infer, elementwise_flops, ew},
+ {OpKind::LeakyRelu, "LeakyRelu", "LeakyRelu", 1, 1, alpha_attrs, LeakyReluOp::normalize, UnaryOp::infer, elementwise_flops, ew},
+ {OpKind::Slice, "Slice", "Slice", 1, 1, slice_attrs, SliceOp::normalize, SliceOp::infer, no_flops},
+ {OpKind::ReduceSum, "ReduceSum", "ReduceSum", 1, 1, reduce_attrs, ReduceOp::normalize, ReduceOp::infer, ReduceOp::flops},
+ {OpKind::ReduceMax, "ReduceMax", "ReduceMax", 1, 1, reduce_attrs, ReduceOp::normalize, ReduceOp::infer, ReduceOp::flops},
  {OpKind::Opaque, "Opaque", "", 0, -1, none, no_normalize, keep_outputs, no_flops, op_flag_opaque},
 }};
 // clang-format on

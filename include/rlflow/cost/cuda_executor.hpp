@@ -20,12 +20,12 @@
 /// | MatMul | cublasGemmEx, or cublasGemmStridedBatchedEx for a batch (stride 0 for an operand shared by every batch; an operand broadcast along only some batch dimensions is expanded first) |
 /// | Gemm | C broadcast into the output by a copy kernel, then cublasGemmEx with beta |
 /// | Add, Sub, Mul, Div, Pow | a broadcasting kernel |
-/// | Relu, Sigmoid, Tanh, Erf, Sqrt, Clip | an elementwise kernel |
+/// | Relu, Sigmoid, Tanh, Erf, Sqrt, Clip, HardSigmoid, HardSwish, LeakyRelu | an elementwise kernel |
 /// | MaxPool, AveragePool | a kernel, one thread per output (ceil mode, dilation and both count_include_pad rules, which cuDNN's pooling lacks) |
-/// | GlobalAveragePool, ReduceMean | a row-mean kernel (ReduceMean moves the reduced axes last first, unless they are) |
+/// | GlobalAveragePool, ReduceMean, ReduceSum, ReduceMax | a row-reduction kernel (reductions move the reduced axes last first, unless they are) |
 /// | BatchNormalization | a kernel (ONNX's epsilon exactly; cuDNN's inference call clamps it to 1e-5) |
 /// | LayerNormalization, Softmax | a kernel (two-pass variance; max-shifted exponent) |
-/// | Transpose, Concat, Split, Enlarge | strided copy kernels |
+/// | Transpose, Concat, Split, Slice, Enlarge | strided copy kernels |
 /// | Pad, MergeGConv | a gather through an index table made when the graph is planned |
 /// | Reshape, Flatten, Identity | nothing: views alias their input's buffer |
 ///
@@ -323,15 +323,26 @@ using StepBuilder = void (*)(CudaProgram&, const Node&);
 
 inline void no_step(CudaProgram&, const Node&) {}
 
+/// The two parameters of an elementwise op's kernel: Clip's bounds, HardSigmoid's alpha
+/// and beta, LeakyRelu's alpha; zeros for the ops without any.
+[[nodiscard]] inline std::pair<float, float> unary_parameters(const Node& n) {
+    constexpr double inf = std::numeric_limits<double>::infinity();
+    const Attributes& a = n.attributes;
+    switch (n.op) {
+        case OpKind::Clip: return {static_cast<float>(a.get_float("min", -inf)), static_cast<float>(a.get_float("max", inf))};
+        case OpKind::HardSigmoid:
+            return {static_cast<float>(a.get_float("alpha", 0.2)), static_cast<float>(a.get_float("beta", 0.5))};
+        case OpKind::LeakyRelu: return {static_cast<float>(a.get_float("alpha", 0.01)), 0.0f};
+        default: return {0.0f, 0.0f};
+    }
+}
+
 template <class Fn>
 void unary_step(CudaProgram& p, const Node& n) {
     const std::int64_t count = p.out(n).shape.numel();
-    float low = 0.0f, high = 0.0f;
-    if (n.op == OpKind::Clip) {
-        low = static_cast<float>(n.attributes.get_float("min", -std::numeric_limits<double>::infinity()));
-        high = static_cast<float>(n.attributes.get_float("max", std::numeric_limits<double>::infinity()));
-    }
-    p.add_kernel(count, graph_unary_kernel<Fn>, count, p.out(n).data, static_cast<const float*>(p.in(n, 0).data), low, high);
+    const auto [first, second] = unary_parameters(n);
+    p.add_kernel(count, graph_unary_kernel<Fn>, count, p.out(n).data, static_cast<const float*>(p.in(n, 0).data), first,
+                 second);
 }
 
 template <class Fn>
@@ -504,12 +515,14 @@ inline void pool_step(CudaProgram& p, const Node& n) {
 inline void global_average_pool_step(CudaProgram& p, const Node& n) {
     const Shape& x = p.in(n, 0).shape;
     const std::int64_t rows = x[0] * x[1], cols = x.product(2, x.rank());
-    p.add_row_kernel(rows, graph_row_mean_kernel, rows, cols, p.out(n).data, static_cast<const float*>(p.in(n, 0).data));
+    p.add_row_kernel(rows, graph_row_reduce_kernel<RowMean>, rows, cols, p.out(n).data,
+                     static_cast<const float*>(p.in(n, 0).data));
 }
 
-/// ReduceMean: the kept axes first and the reduced ones last (a transpose, unless they
-/// already are), then the mean of each row of reduced elements.
-inline void reduce_mean_step(CudaProgram& p, const Node& n) {
+/// ReduceMean, ReduceSum, ReduceMax: the kept axes first and the reduced ones last (a
+/// transpose, unless they already are), then each row of reduced elements reduced.
+template <class Reduction>
+void reduce_step(CudaProgram& p, const Node& n) {
     const DeviceTensor& x = p.in(n, 0);
     const auto& axes = n.attributes.get_ints("axes");
     std::vector<int> kept, reduced;
@@ -535,7 +548,7 @@ inline void reduce_mean_step(CudaProgram& p, const Node& n) {
                      std::int64_t{0});
         source = buffer;
     }
-    p.add_row_kernel(rows, graph_row_mean_kernel, rows, cols, p.out(n).data, source);
+    p.add_row_kernel(rows, graph_row_reduce_kernel<Reduction>, rows, cols, p.out(n).data, source);
 }
 
 inline void batch_norm_step(CudaProgram& p, const Node& n) {
@@ -616,6 +629,24 @@ inline void transpose_step(CudaProgram& p, const Node& n) {
     const StridedWalk w = strided_walk(y.shape, read, {}, rlflow::detail::contiguous_strides(y.shape));
     p.add_kernel(y.shape.numel(), graph_copy_kernel<float>, w, y.shape.numel(), y.data, std::int64_t{0},
                  static_cast<const float*>(x.data), std::int64_t{0});
+}
+
+/// Slice with steps: a strided copy from the first element read, each axis walked `step`
+/// input elements at a time (negative steps walk backwards).
+inline void slice_step(CudaProgram& p, const Node& n) {
+    const DeviceTensor& x = p.in(n, 0);
+    const DeviceTensor& y = p.out(n);
+    const rlflow::detail::Strides source = rlflow::detail::contiguous_strides(x.shape);
+    rlflow::detail::Strides read{};
+    std::int64_t base = 0;
+    const auto axes = rlflow::detail::SliceOp::axes(n.attributes, x.shape);
+    for (std::size_t d = 0; d < axes.size(); ++d) {
+        base += axes[d].start * source[d];
+        read[d] = axes[d].step * source[d];
+    }
+    const StridedWalk w = strided_walk(y.shape, read, {}, rlflow::detail::contiguous_strides(y.shape));
+    p.add_kernel(y.shape.numel(), graph_copy_kernel<float>, w, y.shape.numel(), y.data, std::int64_t{0},
+                 static_cast<const float*>(x.data), base);
 }
 
 /// Pad: every output element's source index (or -1 for the constant), as exec computes
@@ -723,9 +754,15 @@ inline constexpr std::array<StepEntry, op_kind_count> step_table{{
     {OpKind::Reshape, no_step},
     {OpKind::Flatten, no_step},
     {OpKind::Pad, pad_step},
-    {OpKind::ReduceMean, reduce_mean_step},
+    {OpKind::ReduceMean, reduce_step<RowMean>},
     {OpKind::Enlarge, enlarge_step},
     {OpKind::MergeGConv, merge_gconv_step},
+    {OpKind::HardSigmoid, unary_step<HardSigmoidFn>},
+    {OpKind::HardSwish, unary_step<HardSwishFn>},
+    {OpKind::LeakyRelu, unary_step<LeakyReluFn>},
+    {OpKind::Slice, slice_step},
+    {OpKind::ReduceSum, reduce_step<RowSum>},
+    {OpKind::ReduceMax, reduce_step<RowMax>},
     {OpKind::Opaque, unrunnable_step},
 }};
 // clang-format on

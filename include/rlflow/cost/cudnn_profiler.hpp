@@ -278,7 +278,10 @@ public:
             case OpKind::Softmax: return softmax_ms(op);
             case OpKind::BatchNormalization: return batch_norm_ms(op);
             case OpKind::LayerNormalization: return layer_norm_ms(op);
-            case OpKind::ReduceMean: return mean_ms(op.inputs[0].shape, op.attributes.get_ints("axes"));
+            // ReduceSum and ReduceMax read and write what ReduceMean does.
+            case OpKind::ReduceMean:
+            case OpKind::ReduceSum:
+            case OpKind::ReduceMax: return mean_ms(op.inputs[0].shape, op.attributes.get_ints("axes"));
             case OpKind::GlobalAveragePool: {
                 const Shape& x = op.inputs[0].shape;
                 return mean_ms(x, detail::trailing_axes(2, x.rank()));

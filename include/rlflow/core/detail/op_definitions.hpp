@@ -396,7 +396,8 @@ struct PadOp {
     }
 };
 
-struct ReduceMeanOp {
+/// ReduceMean, ReduceSum and ReduceMax: one schema, one shape rule.
+struct ReduceOp {
     static void normalize(Attributes& a, std::span<const TensorType> in, std::string_view where) {
         default_int(a, "keepdims", 1);
         if (!a.has("axes")) a.set("axes", std::vector<std::int64_t>{});
@@ -422,6 +423,94 @@ struct ReduceMeanOp {
         return detail::one(c.inputs[0].dtype, out);
     }
     static double flops(const OpContext& c) { return static_cast<double>(c.in(0).numel()); }
+};
+
+/// HardSigmoid: max(0, min(1, alpha * x + beta)), ONNX's defaults alpha 0.2, beta 0.5.
+struct HardSigmoidOp {
+    static void normalize(Attributes& a, std::span<const TensorType>, std::string_view) {
+        default_float(a, "alpha", 0.2);
+        default_float(a, "beta", 0.5);
+    }
+};
+
+/// LeakyRelu: x for x >= 0, alpha * x below (ONNX's default alpha 0.01).
+struct LeakyReluOp {
+    static void normalize(Attributes& a, std::span<const TensorType>, std::string_view) { default_float(a, "alpha", 0.01); }
+};
+
+/// One axis of a Slice: the first index read and how many are read, `step` apart.
+struct SliceAxis {
+    std::int64_t start;
+    std::int64_t count;
+    std::int64_t step;
+};
+
+/// Slice with steps (ONNX Slice-10 and later) on a static tensor. Canonical attributes,
+/// one entry per axis of the input: "starts" and "ends" clamped as ONNX clamps them
+/// (negative indices counted from the end; a positive step keeps both in [0, dim], a
+/// negative one in [-1, dim - 1]; an end is one step past the last index read, and
+/// INT64_MIN for "before index 0"), and "steps", none of them 0. Unit-step slices import as Split parts instead; this op is the rest.
+struct SliceOp {
+    /// The indices of one axis of length `dim` that [start, end) with `step` reads,
+    /// from ONNX's unclamped values.
+    [[nodiscard]] static SliceAxis axis(std::int64_t dim, std::int64_t start, std::int64_t end, std::int64_t step) noexcept {
+        if (dim == 0) return {0, 0, step};
+        const auto resolve = [dim](std::int64_t v, std::int64_t low, std::int64_t high) {
+            if (v < 0) v = v < -dim ? -dim - 1 : v + dim;  // no overflow for INT64_MIN
+            return std::clamp(v, low, high);
+        };
+        if (step > 0) {
+            const std::int64_t first = resolve(start, 0, dim), last = resolve(end, 0, dim);
+            return {first, last > first ? (last - first + step - 1) / step : 0, step};
+        }
+        const std::int64_t first = resolve(start, 0, dim - 1), last = resolve(end, -1, dim - 1);
+        return {first, first > last ? (first - last - step - 1) / -step : 0, step};
+    }
+    /// Every axis of a canonical Slice of `x`.
+    [[nodiscard]] static std::vector<SliceAxis> axes(const Attributes& a, const Shape& x) {
+        const auto& starts = a.get_ints("starts");
+        const auto& ends = a.get_ints("ends");
+        const auto& steps = a.get_ints("steps");
+        std::vector<SliceAxis> out;
+        for (int d = 0; d < x.rank(); ++d) {
+            const auto i = static_cast<std::size_t>(d);
+            out.push_back(axis(x[d], starts[i], ends[i], steps[i]));
+        }
+        return out;
+    }
+    static void normalize(Attributes& a, std::span<const TensorType> in, std::string_view where) {
+        if (in.empty()) return;
+        const Shape& x = in[0].shape;
+        const auto rank = static_cast<std::size_t>(x.rank());
+        default_ints(a, "steps", std::vector<std::int64_t>(rank, 1), where);
+        const auto& starts = a.get_ints("starts");
+        const auto& ends = a.get_ints("ends");
+        const auto& steps = a.get_ints("steps");
+        if (starts.size() != rank || ends.size() != rank || steps.size() != rank)
+            throw shape_error(std::string(where) + ": Slice needs one start, end and step per axis of " + x.to_string());
+        if (std::find(steps.begin(), steps.end(), 0) != steps.end())
+            throw shape_error(std::string(where) + ": Slice step 0 in " + ints_to_string(steps));
+        std::vector<std::int64_t> first, last;
+        for (int d = 0; d < x.rank(); ++d) {
+            const auto i = static_cast<std::size_t>(d);
+            const SliceAxis s = axis(x[d], starts[i], ends[i], steps[i]);
+            // Ends become one past (before, stepping down) the last index read; before
+            // index 0 is written as INT64_MIN, since -1 would count from the end.
+            first.push_back(s.start);
+            const std::int64_t past = s.count == 0 ? s.start : s.start + (s.count - 1) * s.step + (s.step > 0 ? 1 : -1);
+            last.push_back(past < 0 ? std::numeric_limits<std::int64_t>::min() : past);
+        }
+        a.set("starts", first);
+        a.set("ends", last);
+    }
+    static Infer infer(const OpContext& c) {
+        const Shape& x = c.in(0);
+        const auto& starts = c.attributes.get_ints("starts");
+        if (starts.size() != static_cast<std::size_t>(x.rank())) c.fail("Slice attributes do not match rank of " + x.to_string());
+        Shape out;
+        for (const SliceAxis& s : axes(c.attributes, x)) out.push_back(s.count);
+        return detail::one(c.inputs[0].dtype, out);
+    }
 };
 
 /// TASO's Enlarge: zero-pads a (M, C, kh, kw) kernel, centred, to kernel_shape. The size

@@ -18,6 +18,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstdint>
 
 namespace rlflow::cost::detail {
@@ -80,6 +81,20 @@ struct ClipFn {
     __device__ static float apply(float x, float low, float high) { return x < low ? low : (x > high ? high : x); }
 };
 
+/// max(0, min(1, alpha x + beta)); `alpha` and `beta` come as the two parameters.
+struct HardSigmoidFn {
+    __device__ static float apply(float x, float alpha, float beta) {
+        const float y = alpha * x + beta;
+        return y < 0.0f ? 0.0f : (y > 1.0f ? 1.0f : y);
+    }
+};
+struct HardSwishFn {
+    __device__ static float apply(float x, float, float) { return x * HardSigmoidFn::apply(x, 1.0f / 6.0f, 0.5f); }
+};
+struct LeakyReluFn {
+    __device__ static float apply(float x, float alpha, float) { return x >= 0.0f ? x : alpha * x; }
+};
+
 struct AddFn {
     __device__ static float apply(float a, float b) { return a + b; }
 };
@@ -103,7 +118,8 @@ __global__ void graph_fill_kernel(T* out, std::int64_t n, T value) {
     for (std::int64_t i = grid_thread(); i < n; i += grid_threads()) out[i] = value;
 }
 
-/// out[i] = Fn(in[i]) over n contiguous elements; `low` and `high` are Clip's bounds.
+/// out[i] = Fn(in[i]) over n contiguous elements; `low` and `high` are the op's two
+/// parameters (Clip's bounds, HardSigmoid's alpha and beta, LeakyRelu's alpha).
 template <class Fn>
 __global__ void graph_unary_kernel(std::int64_t n, float* out, const float* in, float low, float high) {
     for (std::int64_t i = grid_thread(); i < n; i += grid_threads()) out[i] = Fn::apply(in[i], low, high);
@@ -231,13 +247,33 @@ __global__ inline void graph_pool_kernel(PoolProblem p, float* out, const float*
 
 // ---- row reductions -------------------------------------------------------------------------
 
-/// The sum of `value` over the block's threads, in every thread (a tree in shared memory;
-/// blockDim.x is cuda_block_threads).
-__device__ inline float block_sum(float value, float* shared) {
+/// The row reductions: a start, how two partial results combine, the value for `cols`.
+struct RowMean {
+    __device__ static float start() { return 0.0f; }
+    __device__ static float combine(float a, float b) { return a + b; }
+    __device__ static float finish(float total, std::int64_t cols) { return total / static_cast<float>(cols); }
+};
+struct RowSum {
+    __device__ static float start() { return 0.0f; }
+    __device__ static float combine(float a, float b) { return a + b; }
+    __device__ static float finish(float total, std::int64_t) { return total; }
+};
+/// Max that keeps a NaN, as the reference executor does.
+struct RowMax {
+    __device__ static float start() { return -INFINITY; }
+    __device__ static float combine(float a, float b) { return a != a || a > b ? a : b; }
+    __device__ static float finish(float total, std::int64_t) { return total; }
+};
+
+/// `value` combined over the block's threads by `Reduction`, in every thread (a tree in
+/// shared memory; blockDim.x is cuda_block_threads).
+template <class Reduction>
+__device__ float block_reduce(float value, float* shared) {
     shared[threadIdx.x] = value;
     __syncthreads();
     for (int half = cuda_block_threads / 2; half > 0; half /= 2) {
-        if (static_cast<int>(threadIdx.x) < half) shared[threadIdx.x] += shared[threadIdx.x + half];
+        if (static_cast<int>(threadIdx.x) < half)
+            shared[threadIdx.x] = Reduction::combine(shared[threadIdx.x], shared[threadIdx.x + half]);
         __syncthreads();
     }
     const float total = shared[0];
@@ -245,14 +281,15 @@ __device__ inline float block_sum(float value, float* shared) {
     return total;
 }
 
-/// out[r] = the mean of row r of a (rows, cols) matrix: one block per row (grid-strided).
-__global__ inline void graph_row_mean_kernel(std::int64_t rows, std::int64_t cols, float* out, const float* in) {
+/// out[r] = the reduction of row r of a (rows, cols) matrix: one block per row (grid-strided).
+template <class Reduction>
+__global__ void graph_row_reduce_kernel(std::int64_t rows, std::int64_t cols, float* out, const float* in) {
     __shared__ float shared[cuda_block_threads];
     for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-        float sum = 0.0f;
-        for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += in[r * cols + c];
-        const float total = block_sum(sum, shared);
-        if (threadIdx.x == 0) out[r] = total / static_cast<float>(cols);
+        float partial = Reduction::start();
+        for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) partial = Reduction::combine(partial, in[r * cols + c]);
+        const float total = block_reduce<Reduction>(partial, shared);
+        if (threadIdx.x == 0) out[r] = Reduction::finish(total, cols);
     }
 }
 
@@ -267,10 +304,10 @@ __global__ inline void graph_layer_norm_kernel(std::int64_t rows, std::int64_t c
         const float* x = in + r * cols;
         float sum = 0.0f;
         for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += x[c];
-        const float mean = block_sum(sum, shared) / static_cast<float>(cols);
+        const float mean = block_reduce<RowSum>(sum, shared) / static_cast<float>(cols);
         float squares = 0.0f;
         for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) squares += (x[c] - mean) * (x[c] - mean);
-        const float variance = block_sum(squares, shared) / static_cast<float>(cols);
+        const float variance = block_reduce<RowSum>(squares, shared) / static_cast<float>(cols);
         const float inverse = rsqrtf(variance + epsilon);
         for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x)
             out[r * cols + c] = (x[c] - mean) * inverse * scale[c] + (shift != nullptr ? shift[c] : 0.0f);

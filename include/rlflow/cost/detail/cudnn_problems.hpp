@@ -154,10 +154,14 @@ struct GemmCall {
 }
 
 /// The cuDNN activation that times a unary op. Erf has none, so tanh stands in: the same
-/// bytes and one transcendental per element. Clip is a clipped ReLU.
+/// bytes and one transcendental per element. Clip is a clipped ReLU, and so are
+/// HardSigmoid and HardSwish (a clamp of a linear function); LeakyRelu times as ReLU.
 [[nodiscard]] constexpr cudnnActivationMode_t activation_mode(OpKind op) noexcept {
     switch (op) {
-        case OpKind::Relu: return CUDNN_ACTIVATION_RELU;
+        case OpKind::Relu:
+        case OpKind::LeakyRelu: return CUDNN_ACTIVATION_RELU;
+        case OpKind::HardSigmoid:
+        case OpKind::HardSwish: return CUDNN_ACTIVATION_CLIPPED_RELU;
         case OpKind::Sigmoid: return CUDNN_ACTIVATION_SIGMOID;
         case OpKind::Clip: return CUDNN_ACTIVATION_CLIPPED_RELU;
         case OpKind::Identity: return CUDNN_ACTIVATION_IDENTITY;

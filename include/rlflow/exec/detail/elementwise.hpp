@@ -49,6 +49,32 @@ inline void clip_kernel(const KernelArgs& args) {
     array(args.outputs[0].data) = array(args.inputs[0].data).max(low).min(high);
 }
 
+/// max(0, min(1, alpha * x + beta)), in float as ONNX Runtime computes it.
+inline void hard_sigmoid(std::span<const float> x, std::span<float> y, float alpha, float beta) {
+    array(y) = (array(x) * alpha + beta).max(0.0f).min(1.0f);
+}
+
+/// HardSigmoid(alpha, beta).
+inline void hard_sigmoid_kernel(const KernelArgs& args) {
+    hard_sigmoid(args.inputs[0].data, args.outputs[0].data, static_cast<float>(args.node.attributes.get_float("alpha", 0.2)),
+                 static_cast<float>(args.node.attributes.get_float("beta", 0.5)));
+}
+
+/// HardSwish: x * HardSigmoid(x) with alpha 1/6 and beta 1/2 (ONNX HardSwish-14).
+inline void hard_swish_kernel(const KernelArgs& args) {
+    constexpr float alpha = 1.0f / 6.0f;
+    hard_sigmoid(args.inputs[0].data, args.outputs[0].data, alpha, 0.5f);
+    array(args.outputs[0].data) *= array(args.inputs[0].data);
+}
+
+/// LeakyRelu(alpha): x where x >= 0, alpha * x elsewhere.
+inline void leaky_relu_kernel(const KernelArgs& args) {
+    const auto alpha = static_cast<float>(args.node.attributes.get_float("alpha", 0.01));
+    const auto x = args.inputs[0].data;
+    const auto y = args.outputs[0].data;
+    for (std::size_t i = 0; i < x.size(); ++i) y[i] = x[i] >= 0.0f ? x[i] : alpha * x[i];
+}
+
 /// Copies the input: what a view op computes when it is not aliased.
 inline void copy_kernel(const KernelArgs& args) {
     std::copy(args.inputs[0].data.begin(), args.inputs[0].data.end(), args.outputs[0].data.begin());

@@ -73,9 +73,15 @@ inline constexpr std::array<KernelEntry, op_kind_count> kernel_table{{
     {OpKind::Reshape, copy_kernel},
     {OpKind::Flatten, copy_kernel},
     {OpKind::Pad, pad_kernel},
-    {OpKind::ReduceMean, reduce_mean_kernel},
+    {OpKind::ReduceMean, reduce_kernel<MeanReduction>},
     {OpKind::Enlarge, enlarge_kernel},
     {OpKind::MergeGConv, merge_gconv_kernel},
+    {OpKind::HardSigmoid, hard_sigmoid_kernel},
+    {OpKind::HardSwish, hard_swish_kernel},
+    {OpKind::LeakyRelu, leaky_relu_kernel},
+    {OpKind::Slice, slice_kernel},
+    {OpKind::ReduceSum, reduce_kernel<SumReduction>},
+    {OpKind::ReduceMax, reduce_kernel<MaxReduction>},
     {OpKind::Opaque, opaque_kernel},
 }};
 // clang-format on

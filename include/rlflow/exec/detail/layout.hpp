@@ -1,7 +1,8 @@
 #pragma once
 /// \file
-/// Data-movement kernels: Concat, Split, Transpose and Pad.
+/// Data-movement kernels: Concat, Split, Transpose, Slice and Pad.
 
+#include <rlflow/core/detail/op_definitions.hpp>
 #include <rlflow/exec/detail/view.hpp>
 
 #include <algorithm>
@@ -60,6 +61,27 @@ inline void transpose_kernel(const KernelArgs& args) {
     for_each_row(y.shape, strides, [&](const std::array<std::int64_t, 2>& at, std::int64_t length) {
         float* out = y.data.data() + at[0];
         const float* in = x.data.data() + at[1];
+        for (std::int64_t i = 0; i < length; ++i) out[i] = in[i * step];
+    });
+}
+
+/// Slice with steps: the output walks the input from the first index read on each axis,
+/// `step` elements of that axis apart.
+inline void slice_kernel(const KernelArgs& args) {
+    const ConstView& x = args.inputs[0];
+    const MutableView& y = args.outputs[0];
+    const Strides source = contiguous_strides(x.shape);
+    std::array<Strides, 2> strides{contiguous_strides(y.shape), {}};
+    std::int64_t base = 0;
+    const auto axes = SliceOp::axes(args.node.attributes, x.shape);
+    for (std::size_t d = 0; d < axes.size(); ++d) {
+        base += axes[d].start * source[d];
+        strides[1][d] = axes[d].step * source[d];
+    }
+    const std::int64_t step = inner_stride(y.shape, strides[1]);
+    for_each_row(y.shape, strides, [&](const std::array<std::int64_t, 2>& at, std::int64_t length) {
+        float* out = y.data.data() + at[0];
+        const float* in = x.data.data() + base + at[1];
         for (std::int64_t i = 0; i < length; ++i) out[i] = in[i * step];
     });
 }

@@ -1,8 +1,10 @@
 #pragma once
 /// \file
-/// ONNX AttributeProto <-> rlflow AttributeValue, and attribute lookups on NodeProtos.
+/// ONNX AttributeProto <-> rlflow AttributeValue, attribute lookups on NodeProtos, and
+/// the opsets in which attributes became inputs.
 
 #include <rlflow/core/attributes.hpp>
+#include <rlflow/core/op_kind.hpp>
 #include <rlflow/onnx/tensor_io.hpp>
 
 #include <optional>
@@ -95,6 +97,12 @@ inline void attribute_to_proto(const std::string& name, const AttributeValue& va
             }
         },
         value);
+}
+
+/// The opset from which a reduction takes its axes as an input rather than an attribute.
+[[nodiscard]] constexpr std::int64_t reduce_axes_input_since(OpKind op) noexcept {
+    constexpr std::int64_t reduce_sum_since = 13, others_since = 18;
+    return op == OpKind::ReduceSum ? reduce_sum_since : others_since;
 }
 
 }  // namespace rlflow::onnx_io::detail

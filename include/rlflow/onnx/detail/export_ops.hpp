@@ -225,14 +225,55 @@ inline void export_pool(ExportContext& c) {
     c.copy_attributes_except(c.emit(average ? "AveragePool" : "MaxPool", c.inputs, c.outputs), skipped);
 }
 
-inline void export_reduce_mean(ExportContext& c) {
-    constexpr std::int64_t axes_input_since = 18;
+/// ReduceMean, ReduceSum, ReduceMax: axes as an attribute, or as an input from the opset
+/// that made them one (reduce_axes_input_since).
+inline void export_reduce(ExportContext& c) {
+    const bool as_input = c.opset >= reduce_axes_input_since(c.node.op);
     const auto& axes = c.node.attributes.get_ints("axes");
     std::vector<std::string> in{c.inputs[0]};
-    if (c.opset >= axes_input_since && !axes.empty()) in.push_back(c.ints_initializer(c.outputs[0] + "_axes", axes));
-    pb::NodeProto& n = c.emit("ReduceMean", in, c.outputs);
+    if (as_input && !axes.empty()) in.push_back(c.ints_initializer(c.outputs[0] + "_axes", axes));
+    pb::NodeProto& n = c.emit(op_traits(c.node.op).onnx_name, in, c.outputs);
     c.copy_attributes(n, {"axes"});
-    if (c.opset < axes_input_since && !axes.empty()) attribute_to_proto("axes", axes, *n.add_attribute());
+    if (!as_input && !axes.empty()) attribute_to_proto("axes", axes, *n.add_attribute());
+}
+
+/// HardSwish came with opset 14; before it, the same function is HardSigmoid(1/6, 1/2)
+/// times its input.
+inline void export_hard_swish(ExportContext& c) {
+    constexpr std::int64_t hard_swish_since = 14;
+    if (c.opset >= hard_swish_since) {
+        export_direct(c);
+        return;
+    }
+    const std::string gate = c.names.claim(c.outputs[0] + "_gate");
+    pb::NodeProto& n = c.emit("HardSigmoid", c.inputs, {gate});
+    attribute_to_proto("alpha", 1.0 / 6.0, *n.add_attribute());
+    attribute_to_proto("beta", 0.5, *n.add_attribute());
+    c.emit("Mul", {c.inputs[0], gate}, c.outputs);
+}
+
+/// Slice with steps (opset 10 on): the axes it changes, with their canonical starts, ends
+/// (INT64_MIN for "before index 0", which ONNX clamps the same way) and steps.
+inline void export_slice(ExportContext& c) {
+    constexpr std::int64_t steps_since = 10;
+    if (c.opset < steps_since) c.fail("Slice with steps needs opset 10");
+    const Shape& x = c.input_types.at(0).shape;
+    const auto& starts = c.node.attributes.get_ints("starts");
+    const auto& ends = c.node.attributes.get_ints("ends");
+    const auto& steps = c.node.attributes.get_ints("steps");
+    std::vector<std::int64_t> s, e, a, k;
+    for (int d = 0; d < x.rank(); ++d) {
+        const auto i = static_cast<std::size_t>(d);
+        if (starts[i] == 0 && ends[i] == x[d] && steps[i] == 1) continue;
+        s.push_back(starts[i]);
+        e.push_back(ends[i]);
+        a.push_back(d);
+        k.push_back(steps[i]);
+    }
+    const std::string& out = c.outputs[0];
+    c.emit("Slice", {c.inputs[0], c.ints_initializer(out + "_starts", s), c.ints_initializer(out + "_ends", e),
+                     c.ints_initializer(out + "_axes", a), c.ints_initializer(out + "_steps", k)},
+           c.outputs);
 }
 
 inline void export_layer_norm(ExportContext& c) {

@@ -265,10 +265,22 @@ inline std::optional<CoreNodeSpec> import_pad(const ImportContext& c) {
     return CoreNodeSpec{OpKind::Pad, {0}, std::move(*attributes)};
 }
 
-inline std::optional<CoreNodeSpec> import_reduce_mean(const ImportContext& c) {
-    constexpr std::int64_t axes_input_since = 18;
-    if (c.opset >= axes_input_since) return std::nullopt;
-    return import_direct<OpKind::ReduceMean, 1>(c);
+/// ReduceMean, ReduceSum, ReduceMax: axes from the attribute, or from a constant input
+/// (with noop_with_empty_axes: no axes is an Identity rather than every axis).
+template <OpKind Op>
+std::optional<CoreNodeSpec> import_reduce(const ImportContext& c) {
+    if (c.opset < reduce_axes_input_since(Op)) return import_direct<Op, 1>(c);
+    auto attributes = schema_attributes(c, Op, {"noop_with_empty_axes"});
+    if (!attributes || attributes->has("axes") || c.inputs.size() > 2) return std::nullopt;
+    std::vector<std::int64_t> axes;
+    if (c.present(1)) {
+        const auto given = constant_ints(c, 1);
+        if (!given) return std::nullopt;
+        axes = *given;
+    }
+    if (axes.empty() && attribute_int(c.node, "noop_with_empty_axes", 0) != 0) return CoreNodeSpec{OpKind::Identity, {0}, {}};
+    attributes->set("axes", axes);
+    return CoreNodeSpec{Op, {0}, std::move(*attributes)};
 }
 
 inline std::optional<CoreNodeSpec> import_batch_norm(const ImportContext& c) {
@@ -359,8 +371,9 @@ inline std::optional<CoreNodeSpec> import_squeeze(const ImportContext& c) {
     return first;
 }
 
-/// A unit-step Slice of a static tensor keeps a box: one Split part per sliced axis.
-/// Slices with other steps, or that keep nothing, stay opaque.
+/// A Slice of a static tensor by constant starts, ends, axes and steps. With unit steps it
+/// keeps a box: one Split part per sliced axis (the form rewrites know). Other steps make
+/// a core Slice over every axis. A Slice that keeps nothing stays opaque.
 inline std::optional<CoreNodeSpec> import_slice(const ImportContext& c) {
     constexpr std::int64_t inputs_since = 10;
     const Shape* x = c.shape(0);
@@ -373,19 +386,31 @@ inline std::optional<CoreNodeSpec> import_slice(const ImportContext& c) {
         return std::nullopt;  // malformed: ONNX Runtime rejects it, and it stays opaque here
     if (axes->empty())
         for (std::size_t i = 0; i < starts->size(); ++i) axes->push_back(static_cast<std::int64_t>(i));
-    std::vector<bool> seen(static_cast<std::size_t>(x->rank()), false);
-    std::vector<CoreNodeSpec> stages;
+    const auto rank = static_cast<std::size_t>(x->rank());
+    std::vector<std::int64_t> all_starts(rank, 0), all_ends(rank, std::numeric_limits<std::int64_t>::max()),
+        all_steps(rank, 1);
+    std::vector<bool> seen(rank, false);
     for (std::size_t i = 0; i < starts->size(); ++i) {
-        if (!steps->empty() && (*steps)[i] != 1) return std::nullopt;
         const std::int64_t axis = (*axes)[i] < 0 ? (*axes)[i] + x->rank() : (*axes)[i];
         if (axis < 0 || axis >= x->rank() || seen[static_cast<std::size_t>(axis)]) return std::nullopt;
-        seen[static_cast<std::size_t>(axis)] = true;
-        const std::int64_t dim = (*x)[static_cast<int>(axis)];
-        const auto clamp = [dim](std::int64_t v) { return std::clamp<std::int64_t>(v < 0 ? v + dim : v, 0, dim); };
-        const std::int64_t begin = clamp((*starts)[i]), end = clamp((*ends)[i]);
-        if (end <= begin) return std::nullopt;
-        if (auto part = split_part(*x, static_cast<int>(axis), begin, end)) stages.push_back(std::move(*part));
+        const auto a = static_cast<std::size_t>(axis);
+        seen[a] = true;
+        all_starts[a] = (*starts)[i];
+        all_ends[a] = (*ends)[i];
+        all_steps[a] = steps->empty() ? 1 : (*steps)[i];
+        if (all_steps[a] == 0) return std::nullopt;  // invalid: ONNX Runtime rejects it
     }
+    std::vector<rlflow::detail::SliceAxis> kept;
+    for (std::size_t a = 0; a < rank; ++a) {
+        kept.push_back(rlflow::detail::SliceOp::axis((*x)[static_cast<int>(a)], all_starts[a], all_ends[a], all_steps[a]));
+        if (kept.back().count == 0) return std::nullopt;
+    }
+    if (std::any_of(all_steps.begin(), all_steps.end(), [](std::int64_t s) { return s != 1; }))
+        return CoreNodeSpec{OpKind::Slice, {0}, Attributes{{"starts", all_starts}, {"ends", all_ends}, {"steps", all_steps}}};
+    std::vector<CoreNodeSpec> stages;
+    for (std::size_t a = 0; a < rank; ++a)
+        if (auto part = split_part(*x, static_cast<int>(a), kept[a].start, kept[a].start + kept[a].count))
+            stages.push_back(std::move(*part));
     return chain(std::move(stages));
 }
 

@@ -53,9 +53,15 @@ inline constexpr std::array<OnnxMapping, op_kind_count> onnx_mapping{{
     {OpKind::Reshape, import_reshape, export_reshape},
     {OpKind::Flatten, import_direct<OpKind::Flatten, 1>, export_direct},
     {OpKind::Pad, import_pad, export_pad},
-    {OpKind::ReduceMean, import_reduce_mean, export_reduce_mean},
+    {OpKind::ReduceMean, import_reduce<OpKind::ReduceMean>, export_reduce},
     {OpKind::Enlarge, nullptr, export_enlarge},
     {OpKind::MergeGConv, nullptr, export_merge_gconv},
+    {OpKind::HardSigmoid, import_direct<OpKind::HardSigmoid, 1>, export_direct},
+    {OpKind::HardSwish, import_direct<OpKind::HardSwish, 1>, export_hard_swish},
+    {OpKind::LeakyRelu, import_direct<OpKind::LeakyRelu, 1>, export_direct},
+    {OpKind::Slice, import_slice, export_slice},
+    {OpKind::ReduceSum, import_reduce<OpKind::ReduceSum>, export_reduce},
+    {OpKind::ReduceMax, import_reduce<OpKind::ReduceMax>, export_reduce},
     {OpKind::Opaque, nullptr, nullptr},
 }};
 // clang-format on
@@ -77,8 +83,7 @@ struct OnnxAlias {
     std::string_view onnx_name;
     ImportFn import;
 };
-inline constexpr std::array<OnnxAlias, 5> onnx_aliases{{
-    {"Slice", import_slice},
+inline constexpr std::array<OnnxAlias, 4> onnx_aliases{{
     {"Gather", import_gather},
     {"Dropout", import_dropout},
     {"Squeeze", import_squeeze},

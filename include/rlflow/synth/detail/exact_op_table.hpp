@@ -265,9 +265,10 @@ inline void global_average_pool_kernel(const ExactArgs& args) {
     }
 }
 
-/// ReduceMean: sums into the keepdims layout (the same as the output's either way), then
-/// divides by the number of elements per output.
-inline void reduce_mean_kernel(const ExactArgs& args) {
+/// ReduceSum, and ReduceMean (`Mean`): sums into the keepdims layout (the same as the
+/// output's either way); the mean then divides by the number of elements per output.
+template <bool Mean>
+void reduce_sum_kernel(const ExactArgs& args) {
     const ExactTensor& x = args.input(0);
     ExactTensor& y = args.output();
     const auto& axes = args.attributes.get_ints("axes");
@@ -279,6 +280,7 @@ inline void reduce_mean_kernel(const ExactArgs& args) {
         kept.push_back(reduced ? 1 : x.shape[i]);
     }
     reduce_sums(x.values.data(), x.shape, kept, y.values.data());
+    if (!Mean) return;
     const std::int64_t count = x.shape.numel() / std::max<std::int64_t>(kept.numel(), 1);
     for (Exact& v : y.values) v = v.divided_by(count);
 }
@@ -413,9 +415,15 @@ inline constexpr std::array<ExactKernelEntry, op_kind_count> exact_kernel_table{
     {OpKind::Reshape, copy_kernel, always_exact},
     {OpKind::Flatten, copy_kernel, always_exact},
     {OpKind::Pad, pad_kernel, pad_refusal},
-    {OpKind::ReduceMean, reduce_mean_kernel, always_exact},
+    {OpKind::ReduceMean, reduce_sum_kernel<true>, always_exact},
     {OpKind::Enlarge, enlarge_kernel, always_exact},
     {OpKind::MergeGConv, merge_gconv_kernel, always_exact},
+    {OpKind::HardSigmoid, refused_kernel, never_exact},
+    {OpKind::HardSwish, refused_kernel, never_exact},
+    {OpKind::LeakyRelu, refused_kernel, never_exact},
+    {OpKind::Slice, refused_kernel, never_exact},
+    {OpKind::ReduceSum, reduce_sum_kernel<false>, always_exact},
+    {OpKind::ReduceMax, refused_kernel, never_exact},
     {OpKind::Opaque, refused_kernel, never_exact},
 }};
 // clang-format on
