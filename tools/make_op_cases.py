@@ -62,6 +62,9 @@ def cases():
         # starts and ends far outside the axis, clamped; a step longer than the axis
         "slice_clamped": model("slice", 14, x4, [1, 3, 6, 1], "Slice",
                                constants=[[-100, 1, 100], [100, 100, -100], [0, 1, -1], [7, 3, -9]]),
+        # steps far beyond the axis, which ORT clamps to its length: one index each
+        "slice_huge_steps": model("slice", 14, x4, [2, 1, 1, 5], "Slice",
+                                  constants=[[0, -1], [INT64_MAX, INT64_MIN], [1, 2], [INT64_MAX, INT64_MIN]]),
         "reduce_sum_axes": model("reduce_sum", 14, [3, 4, 5], [3, 5], "ReduceSum", {"keepdims": 0},
                                  constants=[[-2]]),
         "reduce_sum_all": model("reduce_sum", 14, [3, 4, 5], [1, 1, 1], "ReduceSum"),

@@ -134,8 +134,18 @@ TEST_CASE("a Slice normalises to clamped starts and ends on every axis, the same
     const auto [again, shape_again] = sliced(a.get_ints("starts"), a.get_ints("ends"), a.get_ints("steps"));
     CHECK(again == a);
     CHECK(shape_again == shape_a);
+    // Steps beyond the axis are clamped to it, as ONNX Runtime does (no overflow), and an
+    // axis read once has step 1: the last row, three ways.
+    constexpr std::int64_t lowest = std::numeric_limits<std::int64_t>::min();
+    const auto [last_row, last_shape] = sliced({7, 0}, {8, 5}, {1, 1});
+    CHECK(last_shape == Shape{1, 5});
+    CHECK(sliced({-1, 0}, {before_zero, 5}, {lowest, 1}).first == last_row);
+    CHECK(sliced({7, 0}, {past_end, 5}, {past_end, 1}).first == last_row);
+    CHECK(sliced({0, 0}, {past_end, 5}, {past_end, 1}).second == Shape{1, 5});
+    CHECK(sliced({0, 4}, {past_end, before_zero}, {past_end, lowest}).second == Shape{1, 1});
     // A slice that keeps nothing, and the errors.
     CHECK(sliced({3, 0}, {3, 5}, {1, 2}).second == Shape{0, 3});
+    CHECK(sliced({3, 0}, {3, 5}, {1, 2}).first == sliced({6, 0}, {1, 5}, {3, 2}).first);
     CHECK_THROWS_AS(sliced({0, 0}, {8, 5}, {1, 0}), shape_error);
     CHECK_THROWS_AS(sliced({0}, {8}, {1}), shape_error);
 }

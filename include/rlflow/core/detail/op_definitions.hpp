@@ -448,23 +448,28 @@ struct SliceAxis {
 /// Slice with steps (ONNX Slice-10 and later) on a static tensor. Canonical attributes,
 /// one entry per axis of the input: "starts" and "ends" clamped as ONNX clamps them
 /// (negative indices counted from the end; a positive step keeps both in [0, dim], a
-/// negative one in [-1, dim - 1]; an end is one step past the last index read, and
-/// INT64_MIN for "before index 0"), and "steps", none of them 0. Unit-step slices import as Split parts instead; this op is the rest.
+/// negative one in [-1, dim - 1]; an end is one past the last index read, or one before
+/// it stepping down, and INT64_MIN for "before index 0"), and "steps", clamped to
+/// [-dim, dim] as ONNX Runtime does, 1 where an axis keeps at most one index (an axis that
+/// keeps none is written 0, 0, 1). Equal slices thus have equal attributes. Unit-step
+/// slices import as Split parts instead; this op is the rest.
 struct SliceOp {
-    /// The indices of one axis of length `dim` that [start, end) with `step` reads,
-    /// from ONNX's unclamped values.
+    /// The indices of one axis of length `dim` that [start, end) with `step` (not 0)
+    /// reads, from ONNX's unclamped values. No arithmetic here overflows, whatever the
+    /// values.
     [[nodiscard]] static SliceAxis axis(std::int64_t dim, std::int64_t start, std::int64_t end, std::int64_t step) noexcept {
-        if (dim == 0) return {0, 0, step};
+        if (dim <= 0) return {0, 0, 1};
+        step = std::clamp(step, -dim, dim);
         const auto resolve = [dim](std::int64_t v, std::int64_t low, std::int64_t high) {
             if (v < 0) v = v < -dim ? -dim - 1 : v + dim;  // no overflow for INT64_MIN
             return std::clamp(v, low, high);
         };
         if (step > 0) {
             const std::int64_t first = resolve(start, 0, dim), last = resolve(end, 0, dim);
-            return {first, last > first ? (last - first + step - 1) / step : 0, step};
+            return {first, last > first ? (last - first - 1) / step + 1 : 0, step};
         }
         const std::int64_t first = resolve(start, 0, dim - 1), last = resolve(end, -1, dim - 1);
-        return {first, first > last ? (first - last - step - 1) / -step : 0, step};
+        return {first, first > last ? (first - last - 1) / -step + 1 : 0, step};
     }
     /// Every axis of a canonical Slice of `x`.
     [[nodiscard]] static std::vector<SliceAxis> axes(const Attributes& a, const Shape& x) {
@@ -490,23 +495,29 @@ struct SliceOp {
             throw shape_error(std::string(where) + ": Slice needs one start, end and step per axis of " + x.to_string());
         if (std::find(steps.begin(), steps.end(), 0) != steps.end())
             throw shape_error(std::string(where) + ": Slice step 0 in " + ints_to_string(steps));
-        std::vector<std::int64_t> first, last;
+        std::vector<std::int64_t> first, last, stride;
         for (int d = 0; d < x.rank(); ++d) {
             const auto i = static_cast<std::size_t>(d);
-            const SliceAxis s = axis(x[d], starts[i], ends[i], steps[i]);
+            SliceAxis s = axis(x[d], starts[i], ends[i], steps[i]);
+            if (s.count == 0) s = {0, 0, 1};
+            if (s.count == 1) s.step = 1;
             // Ends become one past (before, stepping down) the last index read; before
             // index 0 is written as INT64_MIN, since -1 would count from the end.
             first.push_back(s.start);
             const std::int64_t past = s.count == 0 ? s.start : s.start + (s.count - 1) * s.step + (s.step > 0 ? 1 : -1);
             last.push_back(past < 0 ? std::numeric_limits<std::int64_t>::min() : past);
+            stride.push_back(s.step);
         }
         a.set("starts", first);
         a.set("ends", last);
+        a.set("steps", stride);
     }
     static Infer infer(const OpContext& c) {
         const Shape& x = c.in(0);
-        const auto& starts = c.attributes.get_ints("starts");
-        if (starts.size() != static_cast<std::size_t>(x.rank())) c.fail("Slice attributes do not match rank of " + x.to_string());
+        const auto rank = static_cast<std::size_t>(x.rank());
+        if (c.attributes.get_ints("starts").size() != rank || c.attributes.get_ints("ends").size() != rank
+            || c.attributes.get_ints("steps").size() != rank)
+            c.fail("Slice attributes do not match rank of " + x.to_string());
         Shape out;
         for (const SliceAxis& s : axes(c.attributes, x)) out.push_back(s.count);
         return detail::one(c.inputs[0].dtype, out);

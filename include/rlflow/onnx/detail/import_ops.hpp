@@ -283,6 +283,13 @@ std::optional<CoreNodeSpec> import_reduce(const ImportContext& c) {
     return CoreNodeSpec{Op, {0}, std::move(*attributes)};
 }
 
+/// HardSwish exists from opset 14; a model of an older opset that uses it is invalid.
+inline std::optional<CoreNodeSpec> import_hard_swish(const ImportContext& c) {
+    constexpr std::int64_t hard_swish_since = 14;
+    if (c.opset < hard_swish_since) return std::nullopt;
+    return import_direct<OpKind::HardSwish, 1>(c);
+}
+
 inline std::optional<CoreNodeSpec> import_batch_norm(const ImportContext& c) {
     auto attributes = schema_attributes(c, OpKind::BatchNormalization, {"momentum"},
                                         {{"spatial", 1}, {"training_mode", 0}, {"is_test", 1}});
@@ -405,7 +412,7 @@ inline std::optional<CoreNodeSpec> import_slice(const ImportContext& c) {
         kept.push_back(rlflow::detail::SliceOp::axis((*x)[static_cast<int>(a)], all_starts[a], all_ends[a], all_steps[a]));
         if (kept.back().count == 0) return std::nullopt;
     }
-    if (std::any_of(all_steps.begin(), all_steps.end(), [](std::int64_t s) { return s != 1; }))
+    if (std::any_of(kept.begin(), kept.end(), [](const rlflow::detail::SliceAxis& s) { return s.step != 1 && s.count > 1; }))
         return CoreNodeSpec{OpKind::Slice, {0}, Attributes{{"starts", all_starts}, {"ends", all_ends}, {"steps", all_steps}}};
     std::vector<CoreNodeSpec> stages;
     for (std::size_t a = 0; a < rank; ++a)

@@ -57,7 +57,7 @@ inline constexpr std::array<OnnxMapping, op_kind_count> onnx_mapping{{
     {OpKind::Enlarge, nullptr, export_enlarge},
     {OpKind::MergeGConv, nullptr, export_merge_gconv},
     {OpKind::HardSigmoid, import_direct<OpKind::HardSigmoid, 1>, export_direct},
-    {OpKind::HardSwish, import_direct<OpKind::HardSwish, 1>, export_hard_swish},
+    {OpKind::HardSwish, import_hard_swish, export_hard_swish},
     {OpKind::LeakyRelu, import_direct<OpKind::LeakyRelu, 1>, export_direct},
     {OpKind::Slice, import_slice, export_slice},
     {OpKind::ReduceSum, import_reduce<OpKind::ReduceSum>, export_reduce},
