@@ -636,17 +636,10 @@ inline void transpose_step(CudaProgram& p, const Node& n) {
 inline void slice_step(CudaProgram& p, const Node& n) {
     const DeviceTensor& x = p.in(n, 0);
     const DeviceTensor& y = p.out(n);
-    const rlflow::detail::Strides source = rlflow::detail::contiguous_strides(x.shape);
-    rlflow::detail::Strides read{};
-    std::int64_t base = 0;
-    const auto axes = rlflow::detail::SliceOp::axes(n.attributes, x.shape);
-    for (std::size_t d = 0; d < axes.size(); ++d) {
-        base += axes[d].start * source[d];
-        read[d] = axes[d].step * source[d];
-    }
-    const StridedWalk w = strided_walk(y.shape, read, {}, rlflow::detail::contiguous_strides(y.shape));
+    const rlflow::detail::SliceSource source = rlflow::detail::slice_source(n.attributes, x.shape);
+    const StridedWalk w = strided_walk(y.shape, source.strides, {}, rlflow::detail::contiguous_strides(y.shape));
     p.add_kernel(y.shape.numel(), graph_copy_kernel<float>, w, y.shape.numel(), y.data, std::int64_t{0},
-                 static_cast<const float*>(x.data), base);
+                 static_cast<const float*>(x.data), source.base);
 }
 
 /// Pad: every output element's source index (or -1 for the constant), as exec computes

@@ -65,23 +65,36 @@ inline void transpose_kernel(const KernelArgs& args) {
     });
 }
 
-/// Slice with steps: the output walks the input from the first index read on each axis,
-/// `step` elements of that axis apart.
+/// Where a Slice of `x` reads: the offset of its first element, and the input stride of a
+/// step along each axis (negative for negative steps). The CPU kernel and the CUDA
+/// executor both walk the input this way.
+struct SliceSource {
+    std::int64_t base = 0;
+    Strides strides{};
+};
+
+[[nodiscard]] inline SliceSource slice_source(const Attributes& attributes, const Shape& x) {
+    const Strides contiguous = contiguous_strides(x);
+    SliceSource source;
+    const auto axes = SliceOp::axes(attributes, x);
+    for (std::size_t d = 0; d < axes.size(); ++d) {
+        source.base += axes[d].start * contiguous[d];
+        source.strides[d] = axes[d].step * contiguous[d];
+    }
+    return source;
+}
+
+/// Slice with steps: the output walks the input from the first element read, `step`
+/// elements of each axis apart.
 inline void slice_kernel(const KernelArgs& args) {
     const ConstView& x = args.inputs[0];
     const MutableView& y = args.outputs[0];
-    const Strides source = contiguous_strides(x.shape);
-    std::array<Strides, 2> strides{contiguous_strides(y.shape), {}};
-    std::int64_t base = 0;
-    const auto axes = SliceOp::axes(args.node.attributes, x.shape);
-    for (std::size_t d = 0; d < axes.size(); ++d) {
-        base += axes[d].start * source[d];
-        strides[1][d] = axes[d].step * source[d];
-    }
+    const SliceSource source = slice_source(args.node.attributes, x.shape);
+    const std::array<Strides, 2> strides{contiguous_strides(y.shape), source.strides};
     const std::int64_t step = inner_stride(y.shape, strides[1]);
     for_each_row(y.shape, strides, [&](const std::array<std::int64_t, 2>& at, std::int64_t length) {
         float* out = y.data.data() + at[0];
-        const float* in = x.data.data() + base + at[1];
+        const float* in = x.data.data() + source.base + at[1];
         for (std::int64_t i = 0; i < length; ++i) out[i] = in[i * step];
     });
 }
