@@ -53,7 +53,7 @@ seed() {
   return 0
 }
 small_models() {
-  echo "$root"/tests/data/opaque/*.onnx
+  echo "$root"/tests/data/opaque/*.onnx "$root"/tests/data/ops/*.onnx
   find /usr/share/libonnx-testdata/data/node -name model.onnx -size -8k 2>/dev/null | sort | head -300
 }
 seeds="$build/seeds"

@@ -20,7 +20,8 @@ INT64_MIN = np.iinfo(np.int64).min
 
 
 def model(name, opset, x_shape, y_shape, op, attributes=None, constants=None):
-    """x -> Mul(x, 4) -> op(scaled, *constants) -> y, at `opset`."""
+    """x -> Mul(x, 4) -> op(scaled, *constants) -> y, at `opset`. A constant is int64 unless
+    it is a float32 numpy array; None leaves an optional input out."""
     constants = constants or []
     inits = [numpy_helper.from_array(np.array(4.0, dtype=np.float32), "four")]
     names = ["scaled"]
@@ -28,7 +29,8 @@ def model(name, opset, x_shape, y_shape, op, attributes=None, constants=None):
         if value is None:
             names.append("")
             continue
-        inits.append(numpy_helper.from_array(np.array(value, dtype=np.int64), f"c{i}"))
+        dtype = np.float32 if isinstance(value, np.ndarray) and value.dtype == np.float32 else np.int64
+        inits.append(numpy_helper.from_array(np.array(value, dtype=dtype), f"c{i}"))
         names.append(f"c{i}")
     while names and names[-1] == "":
         names.pop()
@@ -39,6 +41,34 @@ def model(name, opset, x_shape, y_shape, op, attributes=None, constants=None):
     graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)], inits)
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="rlflow-op-cases")
+    m.ir_version = 8
+    # Debian's onnx (1.12) knows opsets up to 17; ONNX Runtime checks the newer ones itself.
+    if opset <= onnx.defs.onnx_opset_version():
+        onnx.checker.check_model(m, full_check=True)
+    return m
+
+
+def f32(*values):
+    return np.array(values, dtype=np.float32)
+
+
+def gelu_erf_pattern():
+    """The Erf form of GELU as PyTorch exports it before opset 20, after the scaling Mul:
+    (x * (Erf(x / sqrt 2) + 1)) * 0.5, which rlflow imports as one Gelu."""
+    shape = [2, 5, 7]
+    inits = [numpy_helper.from_array(np.array(v, dtype=np.float32), n)
+             for v, n in [(4.0, "four"), (np.sqrt(2.0), "root_two"), (1.0, "one"), (0.5, "half")]]
+    nodes = [
+        helper.make_node("Mul", ["x", "four"], ["scaled"], name="scale"),
+        helper.make_node("Div", ["scaled", "root_two"], ["d"], name="div"),
+        helper.make_node("Erf", ["d"], ["e"], name="erf"),
+        helper.make_node("Add", ["e", "one"], ["a"], name="add"),
+        helper.make_node("Mul", ["scaled", "a"], ["m"], name="mul"),
+        helper.make_node("Mul", ["m", "half"], ["y"], name="half_mul"),
+    ]
+    graph = helper.make_graph(nodes, "gelu_erf", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="rlflow-op-cases")
     m.ir_version = 8
     onnx.checker.check_model(m, full_check=True)
     return m
@@ -71,6 +101,51 @@ def cases():
         "reduce_max_axes": model("reduce_max", 14, [3, 4, 5], [1, 4, 1], "ReduceMax", {"axes": [0, -1]}),
         "reduce_max_keepdims_0": model("reduce_max", 14, [3, 4, 5], [3, 4], "ReduceMax",
                                        {"axes": [2], "keepdims": 0}),
+        # Resize: an FPN's nearest upsampling, segmentation heads' bilinear ones (sizes that
+        # are no whole multiple), align_corners, downsampling, and the rounding modes.
+        "resize_nearest_asymmetric_floor": model("resize", 13, [1, 2, 3, 4], [1, 2, 6, 8], "Resize",
+                                                 {"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
+                                                  "nearest_mode": "floor"},
+                                                 constants=[None, f32(1, 1, 2, 2)]),
+        "resize_nearest_half_pixel_prefer_ceil": model("resize", 13, [1, 2, 8, 6], [1, 2, 5, 9], "Resize",
+                                                       {"mode": "nearest", "nearest_mode": "round_prefer_ceil"},
+                                                       constants=[None, None, [1, 2, 5, 9]]),
+        "resize_nearest_align_corners": model("resize", 13, [1, 1, 3, 3], [1, 1, 5, 7], "Resize",
+                                              {"mode": "nearest", "coordinate_transformation_mode": "align_corners"},
+                                              constants=[None, None, [1, 1, 5, 7]]),
+        "resize_linear_half_pixel": model("resize", 13, [1, 3, 5, 4], [1, 3, 10, 8], "Resize", {"mode": "linear"},
+                                          constants=[None, f32(1, 1, 2, 2)]),
+        "resize_linear_pytorch_half_pixel": model("resize", 13, [1, 3, 4, 5], [1, 3, 7, 9], "Resize",
+                                                  {"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"},
+                                                  constants=[None, None, [1, 3, 7, 9]]),
+        "resize_linear_align_corners": model("resize", 13, [1, 2, 4, 4], [1, 2, 9, 9], "Resize",
+                                             {"mode": "linear", "coordinate_transformation_mode": "align_corners"},
+                                             constants=[None, None, [1, 2, 9, 9]]),
+        # 11 -> 13 by sizes: scales 13/11 would size it 12 in float32, so the export keeps sizes
+        "resize_linear_uneven_sizes": model("resize", 13, [1, 2, 11, 4], [1, 2, 13, 4], "Resize", {"mode": "linear"},
+                                            constants=[None, None, [1, 2, 13, 4]]),
+        "resize_linear_down": model("resize", 13, [1, 2, 8, 10], [1, 2, 4, 6], "Resize", {"mode": "linear"},
+                                    constants=[None, f32(1, 1, 0.5, 0.6)]),
+        "resize_linear_opset11": model("resize", 11, [1, 2, 3, 3], [1, 2, 6, 6], "Resize",
+                                       {"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"},
+                                       constants=[f32(), f32(1, 1, 2, 2)]),
+        "instance_norm": model("instance_norm", 14, [2, 3, 4, 5], [2, 3, 4, 5], "InstanceNormalization",
+                               {"epsilon": 1e-3}, constants=[f32(0.5, 1.0, -2.0), f32(0.0, 1.0, 0.25)]),
+        "einsum_attention": model("einsum", 14, [1, 2, 5, 4], [1, 2, 5, 3], "Einsum", {"equation": "bhqd,bhkd->bhqk"},
+                                  constants=[np.linspace(-1, 1, 24, dtype=np.float32).reshape(1, 2, 3, 4)]),
+        "einsum_grouped": model("einsum", 14, [2, 3, 4], [3, 2, 5], "Einsum", {"equation": "ijc,ck->jik"},
+                                constants=[np.linspace(-2, 2, 20, dtype=np.float32).reshape(4, 5)]),
+        "conv_transpose_stride2": model("conv_transpose", 14, [1, 4, 5, 5], [1, 3, 10, 10], "ConvTranspose",
+                                        {"strides": [2, 2], "pads": [1, 1, 1, 1], "output_padding": [1, 1]},
+                                        constants=[np.linspace(-1, 1, 108, dtype=np.float32).reshape(4, 3, 3, 3),
+                                                   f32(0.1, -0.2, 0.3)]),
+        "conv_transpose_groups_dilation": model("conv_transpose", 14, [1, 4, 3, 4], [1, 4, 4, 8], "ConvTranspose",
+                                                {"group": 2, "dilations": [2, 1], "strides": [1, 2],
+                                                 "pads": [0, 1, 1, 0]},
+                                                constants=[np.cos(np.arange(48, dtype=np.float32)).reshape(4, 2, 2, 3)]),
+        "gelu_erf_pattern": gelu_erf_pattern(),
+        "gelu_opset20": model("gelu", 20, [3, 11], [3, 11], "Gelu"),
+        "gelu_tanh_opset20": model("gelu", 20, [3, 11], [3, 11], "Gelu", {"approximate": "tanh"}),
     }
 
 

@@ -137,6 +137,8 @@ TEST_CASE("cuda executor: elementwise ops, broadcasting binary ops, Clip and the
     check_op(OpKind::HardSigmoid, {{4, 9}}, {{"alpha", 2.0}, {"beta", 0.5}});  // saturates on [-1, 1] inputs
     check_op(OpKind::HardSwish, {{2, 3, 17}});
     check_op(OpKind::LeakyRelu, {{4, 9}}, {{"alpha", 0.2}});
+    check_op(OpKind::Gelu, {{2, 3, 17}});
+    check_op(OpKind::Gelu, {{2, 3, 17}}, {{"approximate", std::string("tanh")}});
     for (const OpKind op : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div}) {
         CAPTURE(static_cast<int>(op));
         check_op(op, {{2, 3, 4}, {3, 1}});
@@ -166,7 +168,7 @@ TEST_CASE("cuda executor: pooling with pads, strides, dilation, ceil mode and bo
     check_op(OpKind::GlobalAveragePool, {{2, 5, 7, 3}});
 }
 
-TEST_CASE("cuda executor: batch and layer normalisation, softmax and ReduceMean, ReduceSum and ReduceMax over any axes") {
+TEST_CASE("cuda executor: batch, layer and instance normalisation, softmax and ReduceMean, ReduceSum and ReduceMax over any axes") {
     if (!gpu_present()) return;
     check_op(OpKind::BatchNormalization, {{2, 3, 4, 5}, {3}, {3}, {3}, {3}}, {{"epsilon", 1e-3}});
     check_op(OpKind::LayerNormalization, {{2, 6, 33}, {33}, {33}}, {{"axis", std::int64_t{-1}}, {"epsilon", 1e-5}});
@@ -180,9 +182,11 @@ TEST_CASE("cuda executor: batch and layer normalisation, softmax and ReduceMean,
     check_op(OpKind::ReduceSum, {{2, 3, 4, 5}}, {{"axes", Ints{1}}, {"keepdims", std::int64_t{0}}});
     check_op(OpKind::ReduceSum, {{3, 700}}, {});  // every axis, rows longer than a block
     check_op(OpKind::ReduceMax, {{2, 3, 4, 5}}, {{"axes", Ints{0, 3}}, {"keepdims", std::int64_t{1}}});
+    check_op(OpKind::InstanceNormalization, {{2, 3, 4, 5}, {3}, {3}}, {{"epsilon", 1e-3}});
+    check_op(OpKind::InstanceNormalization, {{1, 2, 700}, {2}, {2}});  // planes longer than a block
 }
 
-TEST_CASE("cuda executor: concat, split, transpose, strided slice, pad in every mode, views, and the kernel transforms") {
+TEST_CASE("cuda executor: concat, split, transpose, strided slice, resize, pad in every mode, views, and the kernel transforms") {
     if (!gpu_present()) return;
     check_op(OpKind::Concat, {{2, 3, 4}, {2, 5, 4}, {2, 1, 4}}, {{"axis", std::int64_t{1}}});
     check_op(OpKind::Concat, {{2, 3}, {2, 3}}, {{"axis", std::int64_t{-1}}});
@@ -194,6 +198,11 @@ TEST_CASE("cuda executor: concat, split, transpose, strided slice, pad in every 
     check_op(OpKind::Enlarge, {{2, 3, 3, 3}}, {{"kernel_shape", Ints{5, 7}}});
     check_op(OpKind::Slice, {{2, 8, 6, 5}}, {{"starts", Ints{0, 0, 1, 4}}, {"ends", Ints{2, 8, 6, 0}}, {"steps", Ints{1, 2, 2, -3}}});
     check_op(OpKind::MergeGConv, {{8, 2, 3, 3}}, {{"group", std::int64_t{4}}, {"count", std::int64_t{2}}});
+    check_op(OpKind::Resize, {{1, 2, 3, 4}}, {{"mode", std::string("nearest")}, {"sizes", Ints{1, 2, 6, 8}}});
+    check_op(OpKind::Resize, {{1, 3, 4, 5}},
+             {{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string("pytorch_half_pixel")},
+              {"sizes", Ints{1, 3, 7, 9}}});
+    check_op(OpKind::Resize, {{2, 8, 10}}, {{"mode", std::string("linear")}, {"scales", std::vector<double>{1.0, 0.5, 0.6}}});
     // Views alias their input's buffer: a reshape read by an op and itself a graph output.
     Graph g;
     const NodeId x = g.add_input("x", TensorType{DType::Float32, Shape{2, 3, 4}});

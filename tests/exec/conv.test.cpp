@@ -1,5 +1,7 @@
 #include "support.hpp"
 
+#include <array>
+
 using namespace exec_test;
 
 namespace {
@@ -118,4 +120,55 @@ TEST_CASE("an enlarged kernel with SAME padding computes the same convolution") 
     const auto result = rlflow::exec::Executor{}.run(g, rlflow::exec::random_inputs(g, 51));
     std::vector<double> expected(result.outputs[0].floats().begin(), result.outputs[0].floats().end());
     check_close(result.outputs[1], Shape{1, 4, 8, 8}, expected);
+}
+
+namespace {
+
+/// ConvTranspose by its definition: every input element scatters x * W into the output
+/// at h * stride - pad + k * dilation.
+std::vector<double> direct_conv_transpose(const Tensor& x, const Tensor& w, const Tensor* bias, const Shape& out,
+                                          std::array<std::int64_t, 2> stride, std::array<std::int64_t, 4> pads,
+                                          std::array<std::int64_t, 2> dilation, std::int64_t group) {
+    std::vector<double> y(static_cast<std::size_t>(out.numel()), 0.0);
+    const Shape& xs = x.shape();
+    const Shape& ws = w.shape();
+    const std::int64_t per_in = xs[1] / group, per_out = ws[1];
+    for (std::int64_t n = 0; n < xs[0]; ++n)
+        for (std::int64_t c = 0; c < xs[1]; ++c)
+            for (std::int64_t h = 0; h < xs[2]; ++h)
+                for (std::int64_t v = 0; v < xs[3]; ++v)
+                    for (std::int64_t m = 0; m < per_out; ++m)
+                        for (std::int64_t i = 0; i < ws[2]; ++i)
+                            for (std::int64_t j = 0; j < ws[3]; ++j) {
+                                const std::int64_t oh = h * stride[0] - pads[0] + i * dilation[0];
+                                const std::int64_t ow = v * stride[1] - pads[1] + j * dilation[1];
+                                if (oh < 0 || oh >= out[2] || ow < 0 || ow >= out[3]) continue;
+                                const std::int64_t channel = (c / per_in) * per_out + m;
+                                y[static_cast<std::size_t>(((n * out[1] + channel) * out[2] + oh) * out[3] + ow)] +=
+                                    at(x, ((n * xs[1] + c) * xs[2] + h) * xs[3] + v) * at(w, ((c * ws[1] + m) * ws[2] + i) * ws[3] + j);
+                            }
+    if (bias)
+        for (std::size_t k = 0; k < y.size(); ++k)
+            y[k] += bias->floats()[static_cast<std::size_t>((static_cast<std::int64_t>(k) / (out[2] * out[3])) % out[1])];
+    return y;
+}
+
+}  // namespace
+
+TEST_CASE("ConvTranspose matches its definition with strides, dilations, asymmetric pads, output padding, groups and bias") {
+    const Tensor x = random_tensor({2, 4, 3, 5}, 141);
+    const Tensor w = random_tensor({4, 3, 3, 2}, 142);  // (C, M / group, kh, kw)
+    const Tensor b = random_tensor({6}, 143);
+    const Attributes a{{"strides", Ints{2, 3}}, {"pads", Ints{1, 0, 0, 2}}, {"dilations", Ints{1, 2}},
+                       {"output_padding", Ints{1, 2}}, {"group", std::int64_t{2}}};
+    // sides: 2 (3 - 1) + 1 + 2 + 1 - 1 = 7 and 3 (5 - 1) + 2 + 2 * 1 + 1 - 2 = 15
+    const Shape out{2, 6, 7, 15};
+    check_close(run_op(OpKind::ConvTranspose, {x, w, b}, a).at(0), out,
+                direct_conv_transpose(x, w, &b, out, {2, 3}, {1, 0, 0, 2}, {1, 2}, 2), 1e-5);
+    // Stride 1, no pads: the full correlation's adjoint, without bias.
+    const Tensor w1 = random_tensor({4, 2, 3, 3}, 144);
+    check_close(run_op(OpKind::ConvTranspose, {x, w1}).at(0), Shape{2, 2, 5, 7},
+                direct_conv_transpose(x, w1, nullptr, Shape{2, 2, 5, 7}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1), 1e-5);
+    CHECK_THROWS_AS(run_op(OpKind::ConvTranspose, {x, w1}, {{"strides", Ints{2, 2}}, {"output_padding", Ints{2, 0}}}),
+                    rlflow::shape_error);
 }

@@ -103,3 +103,18 @@ TEST_CASE("HardSigmoid, HardSwish and LeakyRelu match their ONNX definitions, de
     check_close(run_op(OpKind::HardSwish, {edges}).at(0), Shape{4}, {0.0, 3.0, 0.0, 100.0}, 0.0);
     check_close(run_op(OpKind::HardSigmoid, {edges}).at(0), Shape{4}, {0.0, 1.0, 0.0, 1.0}, 0.0);
 }
+
+TEST_CASE("Gelu matches the normal CDF in its exact form and the tanh approximation within it") {
+    const Tensor x = random_tensor({3, 41}, 121, -6.0, 6.0);
+    std::vector<double> exact, approximate;
+    for (const float f : x.floats()) {
+        const double v = f;
+        exact.push_back(0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))));
+        approximate.push_back(0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / 3.141592653589793) * (v + 0.044715 * v * v * v))));
+    }
+    check_close(run_op(OpKind::Gelu, {x}).at(0), x.shape(), exact, 1e-6);
+    check_close(run_op(OpKind::Gelu, {x}, {{"approximate", std::string("tanh")}}).at(0), x.shape(), approximate, 1e-6);
+    // The two forms differ by at most about 5e-4 on this range (Hendrycks and Gimpel).
+    for (std::size_t i = 0; i < exact.size(); ++i) CHECK(std::abs(exact[i] - approximate[i]) < 1e-3);
+    CHECK_THROWS_AS(run_op(OpKind::Gelu, {x}, {{"approximate", std::string("sigmoid")}}), rlflow::shape_error);
+}

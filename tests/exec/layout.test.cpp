@@ -160,3 +160,44 @@ TEST_CASE("a strided Slice reads first + i * step on every axis, backwards for n
         check_close(run_op(OpKind::Slice, {x}, attributes).at(0), c.out, expected, 0.0);
     }
 }
+
+TEST_CASE("Resize: nearest rounds as its nearest_mode says, linear interpolates between the clamped neighbours") {
+    const auto counting = [](const Shape& shape) {
+        std::vector<float> v(static_cast<std::size_t>(shape.numel()));
+        for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
+        return Tensor::from_floats(shape, std::move(v));
+    };
+    const auto resize = [](const Tensor& x, std::string mode, std::string coordinates, std::vector<std::int64_t> sizes,
+                           std::string rounding = "round_prefer_floor") {
+        return run_op(OpKind::Resize, {x},
+                      {{"mode", std::move(mode)}, {"coordinate_transformation_mode", std::move(coordinates)},
+                       {"nearest_mode", std::move(rounding)}, {"sizes", std::move(sizes)}})
+            .at(0);
+    };
+    // align_corners, 3 -> 5: sources 0, 0.5, 1, 1.5, 2; halves go down or up by the mode.
+    const Tensor three = counting({1, 3});
+    check_close(resize(three, "nearest", "align_corners", {1, 5}), Shape{1, 5}, {0, 0, 1, 1, 2}, 0.0);
+    check_close(resize(three, "nearest", "align_corners", {1, 5}, "round_prefer_ceil"), Shape{1, 5}, {0, 1, 1, 2, 2}, 0.0);
+    check_close(resize(three, "nearest", "align_corners", {1, 5}, "floor"), Shape{1, 5}, {0, 0, 1, 1, 2}, 0.0);
+    check_close(resize(three, "nearest", "align_corners", {1, 5}, "ceil"), Shape{1, 5}, {0, 1, 1, 2, 2}, 0.0);
+    check_close(resize(three, "linear", "align_corners", {1, 5}), Shape{1, 5}, {0, 0.5, 1, 1.5, 2}, 1e-6);
+    // asymmetric nearest upsampling by 2 (floor) repeats each element twice on both axes.
+    check_close(resize(counting({1, 1, 2, 2}), "nearest", "asymmetric", {1, 1, 4, 4}, "floor"), Shape{1, 1, 4, 4},
+                {0, 0, 1, 1, 0, 0, 1, 1, 2, 2, 3, 3, 2, 2, 3, 3}, 0.0);
+    // half_pixel bilinear 2x2 -> 4x4 of x = 2 * row + column: sources clamp to [0, 1] at
+    // -0.25, 0.25, 0.75, 1.25, and bilinear interpolation reproduces a linear function.
+    const std::vector<double> c{0, 0.25, 0.75, 1};
+    std::vector<double> expected;
+    for (const double r : c)
+        for (const double k : c) expected.push_back(2 * r + k);
+    check_close(resize(counting({1, 1, 2, 2}), "linear", "half_pixel", {1, 1, 4, 4}), Shape{1, 1, 4, 4}, expected, 1e-6);
+    // pytorch_half_pixel maps an axis resized to length 1 to source 0; half_pixel to its middle.
+    check_close(resize(counting({1, 4}), "linear", "pytorch_half_pixel", {1, 1}), Shape{1, 1}, {0}, 1e-6);
+    check_close(resize(counting({1, 4}), "linear", "half_pixel", {1, 1}), Shape{1, 1}, {1.5}, 1e-6);
+    // Scales give the sizes floor(scale * dim); sizes give the scales size / dim.
+    const auto by_scales = run_op(OpKind::Resize, {counting({2, 5})}, {{"scales", std::vector<double>{1.0, 0.5}}}).at(0);
+    CHECK(by_scales.shape() == Shape{2, 2});
+    CHECK_THROWS_AS(run_op(OpKind::Resize, {three}, {{"mode", std::string("cubic")}, {"sizes", std::vector<std::int64_t>{1, 6}}}),
+                    rlflow::shape_error);
+    CHECK_THROWS_AS(run_op(OpKind::Resize, {three}, {{"scales", std::vector<double>{1.0, 0.0}}}), rlflow::shape_error);
+}

@@ -145,3 +145,22 @@ TEST_CASE("reduce mean, sum and max over chosen axes with keepdims 0 and 1 match
         check_reductions(x, {}, keepdims);
     }
 }
+
+TEST_CASE("instance normalization normalises each (n, c) plane and applies the channel's scale and bias") {
+    const Tensor x = random_tensor({2, 3, 4, 5}, 131, -2.0, 3.0);
+    const Tensor scale = Tensor::from_floats({3}, {0.5f, 1.0f, -2.0f});
+    const Tensor bias = Tensor::from_floats({3}, {0.0f, 1.0f, 0.25f});
+    const double epsilon = 1e-3;
+    std::vector<double> expected;
+    const auto v = x.floats();
+    for (std::size_t plane = 0; plane < 6; ++plane) {
+        double mean = 0, variance = 0;
+        for (std::size_t i = 0; i < 20; ++i) mean += v[plane * 20 + i] / 20.0;
+        for (std::size_t i = 0; i < 20; ++i) variance += (v[plane * 20 + i] - mean) * (v[plane * 20 + i] - mean) / 20.0;
+        const std::size_t c = plane % 3;
+        for (std::size_t i = 0; i < 20; ++i)
+            expected.push_back((v[plane * 20 + i] - mean) / std::sqrt(variance + epsilon) * scale.floats()[c] + bias.floats()[c]);
+    }
+    check_close(run_op(OpKind::InstanceNormalization, {x, scale, bias}, {{"epsilon", epsilon}}).at(0), x.shape(), expected, 1e-5);
+    CHECK_THROWS_AS(run_op(OpKind::InstanceNormalization, {x, Tensor::from_floats({2}, {1, 1}), bias}), rlflow::shape_error);
+}

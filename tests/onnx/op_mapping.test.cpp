@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 using namespace rlflow;
@@ -368,4 +369,187 @@ TEST_CASE("ReduceSum takes its axes as a constant input from opset 13, with noop
     const Graph max = onnx_io::import_model(older.model, {}, "max.onnx");
     CHECK(imported_node(max).op == OpKind::ReduceMax);
     CHECK(run_on_counting_input(max) == std::vector<float>{3, 4, 5});
+}
+
+namespace {
+
+Tensor floats(const Shape& shape, std::vector<float> values) { return Tensor::from_floats(shape, std::move(values)); }
+
+/// The op types of a graph's core and opaque nodes (no sources), in id order.
+std::vector<std::string> graph_ops(const Graph& g) {
+    std::vector<std::string> ops;
+    for (const Node& n : g.nodes())
+        if (!n.traits().has(op_flag_source)) ops.emplace_back(n.op_label());
+    return ops;
+}
+
+}  // namespace
+
+TEST_CASE("Resize with constant scales or sizes is a core op, written back with what ONNX Runtime sizes the same") {
+    OneNodeModel up(13, "Resize", {1, 1, 2, 2});
+    up.constant_input("roi", floats({0}, {})).constant_input("scales", floats({4}, {1, 1, 2, 2}));
+    up.attribute("mode", std::string("nearest")).attribute("coordinate_transformation_mode", std::string("asymmetric"));
+    up.attribute("nearest_mode", std::string("floor")).output("y", {1, 1, 4, 4});
+    const Graph g = onnx_io::import_model(up.model, {}, "up.onnx");
+    const Node& n = imported_node(g);
+    REQUIRE(n.op == OpKind::Resize);
+    CHECK(n.attributes.get_ints("sizes") == std::vector<std::int64_t>{1, 1, 4, 4});
+    CHECK(run_on_counting_input(g) == std::vector<float>{0, 0, 1, 1, 0, 0, 1, 1, 2, 2, 3, 3, 2, 2, 3, 3});
+    const pb::ModelProto written = onnx_io::export_model(g);
+    REQUIRE(written.graph().node_size() == 1);
+    CHECK(written.graph().node(0).input_size() == 3);  // X, no roi, scales
+    CHECK(imported_node(onnx_io::import_model(written)).attributes == n.attributes);
+
+    // 11 -> 13 by sizes: the scale 13/11 in float32 times 11 truncates to 12, so sizes are
+    // written (ONNX Runtime would size the output 12 from those scales).
+    OneNodeModel odd(13, "Resize", {1, 11});
+    odd.constant_input("roi", floats({0}, {})).constant_input("scales", floats({0}, {}));
+    odd.constant_input("sizes", ints({1, 13})).attribute("mode", std::string("linear")).output("y", {1, 13});
+    const Graph o = onnx_io::import_model(odd.model, {}, "odd.onnx");
+    REQUIRE(imported_node(o).op == OpKind::Resize);
+    const pb::ModelProto odd_written = onnx_io::export_model(o);
+    REQUIRE(odd_written.graph().node(0).input_size() == 4);
+    const Graph back = onnx_io::import_model(odd_written);
+    CHECK(imported_node(back).attributes == imported_node(o).attributes);
+    CHECK(run_on_counting_input(back) == run_on_counting_input(o));
+    onnx_io::ExportOptions opset11;
+    opset11.opset = 11;
+    CHECK(onnx_io::export_model(o, opset11).graph().node(0).input_size() == 4);  // roi and scales present, empty
+
+    // Forms the core op lacks stay opaque: cubic, tf_crop_and_resize, antialias, Resize-10.
+    for (const auto& [attribute, text] : {std::pair{"mode", "cubic"}, std::pair{"coordinate_transformation_mode", "tf_crop_and_resize"}}) {
+        OneNodeModel m(13, "Resize", {1, 1, 2, 2});
+        m.constant_input("roi", floats({0}, {})).constant_input("scales", floats({4}, {1, 1, 2, 2}));
+        m.attribute(attribute, std::string(text)).output("y", {1, 1, 4, 4});
+        CHECK(imported_node(onnx_io::import_model(m.model, {}, "m.onnx")).op == OpKind::Opaque);
+    }
+    OneNodeModel smooth(18, "Resize", {1, 1, 4, 4});
+    smooth.constant_input("roi", floats({0}, {})).constant_input("scales", floats({4}, {1, 1, 0.5f, 0.5f}));
+    smooth.attribute("mode", std::string("linear")).attribute("antialias", std::int64_t{1}).output("y", {1, 1, 2, 2});
+    CHECK(imported_node(onnx_io::import_model(smooth.model, {}, "smooth.onnx")).op == OpKind::Opaque);
+    OneNodeModel ten(10, "Resize", {1, 1, 2, 2});
+    ten.constant_input("scales", floats({4}, {1, 1, 2, 2})).output("y", {1, 1, 4, 4});
+    CHECK(imported_node(onnx_io::import_model(ten.model, {}, "ten.onnx")).op == OpKind::Opaque);
+}
+
+TEST_CASE("InstanceNormalization imports as a core op and round-trips") {
+    OneNodeModel m(13, "InstanceNormalization", {1, 2, 2});
+    m.constant_input("scale", floats({2}, {2, 3})).constant_input("bias", floats({2}, {1, -1}));
+    m.float_attribute("epsilon", 0.0f).output("y", {1, 2, 2});
+    const Graph g = onnx_io::import_model(m.model, {}, "in.onnx");
+    REQUIRE(imported_node(g).op == OpKind::InstanceNormalization);
+    // Planes [0, 1] and [2, 3] normalise to [-1, 1]; then 2x + 1 and 3x - 1.
+    CHECK(run_on_counting_input(g) == std::vector<float>{-1, 3, -4, 2});
+    CHECK(exported_ops(g) == std::vector<std::string>{"InstanceNormalization"});
+}
+
+TEST_CASE("an Einsum that is a matrix product imports as MatMul between transposes and reshapes") {
+    // y[b, q, k] = sum_d x[b, q, d] * w[b, k, d], against the sum computed here.
+    const Shape xs{2, 3, 4}, ws{2, 5, 4};
+    std::vector<float> w(40);
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 7) - 3.0f;
+    OneNodeModel m(13, "Einsum", {2, 3, 4});
+    m.constant_input("w", floats(ws, w)).attribute("equation", std::string("bqd, bkd -> bqk")).output("y", {2, 3, 5});
+    const Graph g = onnx_io::import_model(m.model, {}, "einsum.onnx");
+    CHECK(graph_statistics(g).opaque_nodes == 0);
+    CHECK(graph_ops(g) == std::vector<std::string>{"Transpose", "MatMul"});
+    std::vector<float> expected;
+    for (int b = 0; b < 2; ++b)
+        for (int q = 0; q < 3; ++q)
+            for (int k = 0; k < 5; ++k) {
+                float sum = 0;
+                for (int d = 0; d < 4; ++d) sum += static_cast<float>((b * 3 + q) * 4 + d) * w[static_cast<std::size_t>((b * 5 + k) * 4 + d)];
+                expected.push_back(sum);
+            }
+    CHECK(run_on_counting_input(g) == expected);
+
+    // Several row letters and an output in another order: y[j, i, k] = sum_c x[i, j, c] v[c, k].
+    OneNodeModel grouped(13, "Einsum", {2, 3, 4});
+    grouped.constant_input("v", floats({4, 2}, {1, 0, 0, 1, 1, 1, 2, -1})).attribute("equation", std::string("ijc,ck->jik"));
+    grouped.output("y", {3, 2, 2});
+    const Graph gg = onnx_io::import_model(grouped.model, {}, "grouped.onnx");
+    CHECK(graph_statistics(gg).opaque_nodes == 0);
+    const auto values = run_on_counting_input(gg);
+    REQUIRE(values.size() == 12);
+    // y[1, 0, :] = x[0, 1, :] . v = (4, 5, 6, 7) . v: k=0: 4 + 6 + 14 = 24, k=1: 5 + 6 - 7 = 4
+    CHECK(values[4] == 24);
+    CHECK(values[5] == 4);
+
+    // A trace, a letter summed over one operand, an implicit output: opaque.
+    for (const char* equation : {"bqd,bkd", "bqd,bkx->bqk", "bqd,bkd->bqkz"}) {
+        OneNodeModel odd(13, "Einsum", {2, 3, 4});
+        odd.constant_input("w", floats(ws, w)).attribute("equation", std::string(equation)).output("y", {2, 3, 5});
+        CAPTURE(equation);
+        CHECK(imported_node(onnx_io::import_model(odd.model, {}, "odd.onnx")).op == OpKind::Opaque);
+    }
+}
+
+TEST_CASE("Gelu imports from opset 20, is written before it as the Erf form, which imports as Gelu again bit for bit") {
+    OneNodeModel m(20, "Gelu", {2, 3});
+    m.output("y", {2, 3});
+    const Graph g = onnx_io::import_model(m.model, {}, "gelu.onnx");
+    REQUIRE(imported_node(g).op == OpKind::Gelu);
+    onnx_io::ExportOptions opset17;
+    opset17.opset = 17;
+    const pb::ModelProto written = onnx_io::export_model(g, opset17);
+    std::vector<std::string> ops;
+    for (const auto& n : written.graph().node()) ops.push_back(n.op_type());
+    CHECK(ops == std::vector<std::string>{"Div", "Erf", "Add", "Mul", "Mul"});
+    const Graph fused = onnx_io::import_model(written);
+    CHECK(graph_ops(fused) == std::vector<std::string>{"Gelu"});
+    CHECK(fused.outputs().front().name == "y");
+    CHECK(run_on_counting_input(fused) == run_on_counting_input(g));
+    // The pattern as core ops computes the same bits as the fused op.
+    Graph plain;
+    const TensorRef x{plain.add_input("x", TensorType{DType::Float32, Shape{2, 3}}), 0};
+    const auto scalar = [&](float v) { return TensorRef{plain.add_constant("c" + std::to_string(v), floats({}, {v})), 0}; };
+    const NodeId d = plain.add_node(OpKind::Div, {x, scalar(static_cast<float>(std::sqrt(2.0)))});
+    const NodeId e = plain.add_node(OpKind::Erf, {{d, 0}});
+    const NodeId a = plain.add_node(OpKind::Add, {scalar(1.0f), {e, 0}});
+    const NodeId p = plain.add_node(OpKind::Mul, {{a, 0}, x});
+    plain.add_output({plain.add_node(OpKind::Mul, {{p, 0}, scalar(0.5f)}), 0}, "y");
+    CHECK(run_on_counting_input(plain) == run_on_counting_input(g));
+
+    // tanh form before opset 20: its formula, within float rounding.
+    OneNodeModel t(20, "Gelu", {2, 3});
+    t.attribute("approximate", std::string("tanh")).output("y", {2, 3});
+    const Graph tg = onnx_io::import_model(t.model, {}, "tanh.onnx");
+    const auto tanh_values = run_on_counting_input(onnx_io::import_model(onnx_io::export_model(tg, opset17)));
+    const auto direct = run_on_counting_input(tg);
+    REQUIRE(tanh_values.size() == direct.size());
+    for (std::size_t i = 0; i < direct.size(); ++i) CHECK(tanh_values[i] == doctest::Approx(direct[i]).epsilon(1e-6));
+
+    // Gelu before opset 20 is not an ONNX op: opaque.
+    OneNodeModel early(17, "Gelu", {2, 3});
+    early.output("y", {2, 3});
+    CHECK(imported_node(onnx_io::import_model(early.model, {}, "early.onnx")).op == OpKind::Opaque);
+}
+
+TEST_CASE("ConvTranspose with explicit pads imports as a core op; output_shape and auto_pad stay opaque") {
+    std::vector<float> weight(2 * 3 * 2 * 2);
+    for (std::size_t i = 0; i < weight.size(); ++i) weight[i] = static_cast<float>(i % 5) - 2.0f;
+    OneNodeModel m(13, "ConvTranspose", {1, 2, 3, 3});
+    m.constant_input("w", floats({2, 3, 2, 2}, weight)).attribute("strides", std::vector<std::int64_t>{2, 2});
+    m.attribute("output_padding", std::vector<std::int64_t>{1, 0}).output("y", {1, 3, 7, 6});
+    const Graph g = onnx_io::import_model(m.model, {}, "deconv.onnx");
+    const Node& n = imported_node(g);
+    REQUIRE(n.op == OpKind::ConvTranspose);
+    CHECK(n.attributes.get_ints("kernel_shape") == std::vector<std::int64_t>{2, 2});  // from the weight
+    CHECK(n.output_type().shape == Shape{1, 3, 7, 6});
+    // Stride 2 with a 2x2 kernel: each input pixel owns its own 2x2 block of the output.
+    const auto values = run_on_counting_input(g);
+    REQUIRE(values.size() == 126);
+    CHECK(values[0] == 0 * weight[0] + 9 * weight[12]);  // y[0, 0, 0, 0] = x[0,0,0,0] w[0,0,0,0] + x[0,1,0,0] w[1,0,0,0]
+    CHECK(values[6 * 6] == 0.0f);  // the output-padding row gets no input
+    CHECK(exported_ops(g) == std::vector<std::string>{"ConvTranspose"});
+    CHECK(run_on_counting_input(onnx_io::import_model(onnx_io::export_model(g))) == values);
+
+    OneNodeModel shaped(13, "ConvTranspose", {1, 2, 3, 3});
+    shaped.constant_input("w", floats({2, 3, 2, 2}, weight)).attribute("output_shape", std::vector<std::int64_t>{6, 6});
+    shaped.output("y", {1, 3, 6, 6});
+    CHECK(imported_node(onnx_io::import_model(shaped.model, {}, "shaped.onnx")).op == OpKind::Opaque);
+    OneNodeModel same(13, "ConvTranspose", {1, 2, 3, 3});
+    same.constant_input("w", floats({2, 3, 2, 2}, weight)).attribute("auto_pad", std::string("SAME_UPPER"));
+    same.output("y", {1, 3, 3, 3});
+    CHECK(imported_node(onnx_io::import_model(same.model, {}, "same.onnx")).op == OpKind::Opaque);
 }

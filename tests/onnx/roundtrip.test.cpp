@@ -97,7 +97,10 @@ TEST_CASE("zoo models round-trip through ONNX to an identical canonical form and
         exec::fill_random_weights(g, 3);
         const pb::ModelProto model = onnx_io::export_model(g);  // checked by the ONNX checker
         const Graph back = onnx_io::import_model(model, {}, name);
-        CHECK(canonical_form(back) == canonical_form(g));
+        // The import fuses the Erf form of GELU (BERT's) into Gelu ops of the same bits.
+        Graph fused = g;
+        onnx_io::detail::fuse_erf_gelu(fused);
+        CHECK(canonical_form(back) == canonical_form(fused));
         const auto inputs = exec::random_inputs(g, 5);
         const auto before = exec::Executor{}.run(g, inputs).outputs;
         const auto after = exec::Executor{}.run(back, inputs).outputs;

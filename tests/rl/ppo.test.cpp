@@ -176,17 +176,26 @@ TEST_CASE("PPO learns the best rewrite sequence of a small graph") {
     Rng rng(131);
     std::vector<rl::EpisodeRecord> episodes;
     double first_gap = 1;
-    for (int update = 0; update < 40; ++update) {
-        const std::vector<rl::RolloutSegment> segments = envs.collect(policy, 16, rng, episodes, &pool);
-        const rl::UpdateStats stats = rl::ppo_update(policy, adam, std::span<const rl::RolloutSegment>(segments), ppo, rng, &pool);
-        if (update == 0) first_gap = stats.first_log_prob_gap;
-        CHECK(std::isfinite(stats.policy_loss));
-        CHECK(stats.epochs >= 1);
+    // Trained in rounds of 20 updates until the greedy policy reaches the best return (which
+    // it did not before training), at most 160 updates: how many it takes depends on the
+    // initial weights, which change with the width of the node features (one per op kind).
+    constexpr int round = 20, most_updates = 160;
+    int updates = 0;
+    bool reached = false;
+    while (!reached && updates < most_updates) {
+        for (int i = 0; i < round; ++i, ++updates) {
+            const std::vector<rl::RolloutSegment> segments = envs.collect(policy, 16, rng, episodes, &pool);
+            const rl::UpdateStats stats = rl::ppo_update(policy, adam, std::span<const rl::RolloutSegment>(segments), ppo, rng, &pool);
+            if (updates == 0) first_gap = stats.first_log_prob_gap;
+            CHECK(std::isfinite(stats.policy_loss));
+            CHECK(stats.epochs >= 1);
+        }
+        reached = greedy_return(policy, model, env_options, two_branches()) == doctest::Approx(optimum).epsilon(1e-6);
     }
     // The first minibatch of an update sees the policy that acted.
     CHECK(first_gap < 1e-3);
-    // The greedy policy reaches the best return, which it did not before training.
-    CHECK(greedy_return(policy, model, env_options, two_branches()) == doctest::Approx(optimum).epsilon(1e-6));
+    MESSAGE("PPO reached the best return after " << updates << " updates");
+    CHECK(reached);
 }
 
 TEST_CASE("an agent directory round trip gives identical actions, and a resumed trainer continues exactly") {

@@ -51,6 +51,10 @@ enum class OpKind : std::uint8_t {
     Slice,
     ReduceSum,
     ReduceMax,
+    Gelu,
+    Resize,
+    InstanceNormalization,
+    ConvTranspose,
     Opaque,
 };
 

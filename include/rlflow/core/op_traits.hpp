@@ -96,6 +96,11 @@ inline constexpr A enlarge_attrs[] = {{"kernel_shape", T::Ints, true}};
 inline constexpr A hard_sigmoid_attrs[] = {{"alpha", T::Float}, {"beta", T::Float}};
 inline constexpr A alpha_attrs[] = {{"alpha", T::Float}};
 inline constexpr A slice_attrs[] = {{"starts", T::Ints, true}, {"ends", T::Ints, true}, {"steps", T::Ints}};
+inline constexpr A conv_transpose_attrs[] = {{"kernel_shape", T::Ints}, {"strides", T::Ints}, {"pads", T::Ints},
+                                             {"dilations", T::Ints}, {"group", T::Int}, {"output_padding", T::Ints}};
+inline constexpr A gelu_attrs[] = {{"approximate", T::String}};
+inline constexpr A resize_attrs[] = {{"mode", T::String}, {"coordinate_transformation_mode", T::String},
+                                     {"nearest_mode", T::String}, {"scales", T::Floats}, {"sizes", T::Ints}};
 inline constexpr A merge_gconv_attrs[] = {{"count", T::Int, true}, {"group", T::Int, true}};
 inline constexpr std::span<const A> none{};
 
@@ -144,6 +149,10 @@ inline constexpr std::array<OpTraits, op_kind_count> op_table{{
  {OpKind::Slice, "Slice", "Slice", 1, 1, slice_attrs, SliceOp::normalize, SliceOp::infer, no_flops},
  {OpKind::ReduceSum, "ReduceSum", "ReduceSum", 1, 1, reduce_attrs, ReduceOp::normalize, ReduceOp::infer, ReduceOp::flops},
  {OpKind::ReduceMax, "ReduceMax", "ReduceMax", 1, 1, reduce_attrs, ReduceOp::normalize, ReduceOp::infer, ReduceOp::flops},
+ {OpKind::Gelu, "Gelu", "Gelu", 1, 1, gelu_attrs, GeluOp::normalize, UnaryOp::infer, GeluOp::flops, ew},
+ {OpKind::Resize, "Resize", "Resize", 1, 1, resize_attrs, ResizeOp::normalize, ResizeOp::infer, ResizeOp::flops},
+ {OpKind::InstanceNormalization, "InstanceNormalization", "InstanceNormalization", 3, 3, epsilon_attrs, InstanceNormOp::normalize, InstanceNormOp::infer, InstanceNormOp::flops},
+ {OpKind::ConvTranspose, "ConvTranspose", "ConvTranspose", 2, 3, conv_transpose_attrs, ConvTransposeOp::normalize, ConvTransposeOp::infer, ConvTransposeOp::flops},
  {OpKind::Opaque, "Opaque", "", 0, -1, none, no_normalize, keep_outputs, no_flops, op_flag_opaque},
 }};
 // clang-format on

@@ -17,14 +17,16 @@
 /// | op | how |
 /// | --- | --- |
 /// | Conv2D | cudnnConvolutionForward with the algorithm CudnnProfiler finds (cudnnFindConvolutionForwardAlgorithmEx), groups and dilations; ReLU fused by cudnnConvolutionBiasActivationForward where cuDNN takes it; else bias and activation in one kernel of ours. Asymmetric pads: the input is zero-padded into a buffer first (cuDNN pads both ends alike). |
+/// | ConvTranspose | a gather kernel, one thread per output (any pads, output padding and groups) |
 /// | MatMul | cublasGemmEx, or cublasGemmStridedBatchedEx for a batch (stride 0 for an operand shared by every batch; an operand broadcast along only some batch dimensions is expanded first) |
 /// | Gemm | C broadcast into the output by a copy kernel, then cublasGemmEx with beta |
 /// | Add, Sub, Mul, Div, Pow | a broadcasting kernel |
-/// | Relu, Sigmoid, Tanh, Erf, Sqrt, Clip, HardSigmoid, HardSwish, LeakyRelu | an elementwise kernel |
+/// | Relu, Sigmoid, Tanh, Erf, Sqrt, Clip, HardSigmoid, HardSwish, LeakyRelu, Gelu | an elementwise kernel |
 /// | MaxPool, AveragePool | a kernel, one thread per output (ceil mode, dilation and both count_include_pad rules, which cuDNN's pooling lacks) |
 /// | GlobalAveragePool, ReduceMean, ReduceSum, ReduceMax | a row-reduction kernel (reductions move the reduced axes last first, unless they are) |
 /// | BatchNormalization | a kernel (ONNX's epsilon exactly; cuDNN's inference call clamps it to 1e-5) |
-/// | LayerNormalization, Softmax | a kernel (two-pass variance; max-shifted exponent) |
+/// | LayerNormalization, InstanceNormalization, Softmax | a kernel (two-pass variance; max-shifted exponent) |
+/// | Resize | a kernel, one thread per output, through per-axis tap tables made when the graph is planned |
 /// | Transpose, Concat, Split, Slice, Enlarge | strided copy kernels |
 /// | Pad, MergeGConv | a gather through an index table made when the graph is planned |
 /// | Reshape, Flatten, Identity | nothing: views alias their input's buffer |
@@ -333,6 +335,7 @@ inline void no_step(CudaProgram&, const Node&) {}
         case OpKind::HardSigmoid:
             return {static_cast<float>(a.get_float("alpha", 0.2)), static_cast<float>(a.get_float("beta", 0.5))};
         case OpKind::LeakyRelu: return {static_cast<float>(a.get_float("alpha", 0.01)), 0.0f};
+        case OpKind::Gelu: return {a.get<std::string>("approximate") == "tanh" ? 1.0f : 0.0f, 0.0f};
         default: return {0.0f, 0.0f};
     }
 }
@@ -579,7 +582,18 @@ inline void layer_norm_step(CudaProgram& p, const Node& n) {
     const float* shift = n.inputs.size() == 3 ? as_row(p, p.in(n, 2), row_shape) : nullptr;
     const auto epsilon = static_cast<float>(n.attributes.get_float("epsilon", 1e-5));
     p.add_row_kernel(rows, graph_layer_norm_kernel, rows, cols, p.out(n).data, static_cast<const float*>(p.in(n, 0).data),
-                     scale, shift, epsilon);
+                     scale, shift, epsilon, std::int64_t{0});
+}
+
+/// InstanceNormalization: LayerNormalization's kernel over the (n, c) planes, with a scale
+/// and shift per channel.
+inline void instance_norm_step(CudaProgram& p, const Node& n) {
+    const Shape& x = p.in(n, 0).shape;
+    const std::int64_t rows = x[0] * x[1], cols = x.product(2, x.rank());
+    const auto epsilon = static_cast<float>(n.attributes.get_float("epsilon", 1e-5));
+    p.add_row_kernel(rows, graph_layer_norm_kernel, rows, cols, p.out(n).data, static_cast<const float*>(p.in(n, 0).data),
+                     static_cast<const float*>(p.in(n, 1).data), static_cast<const float*>(p.in(n, 2).data), epsilon,
+                     x[1]);
 }
 
 inline void softmax_step(CudaProgram& p, const Node& n) {
@@ -640,6 +654,55 @@ inline void slice_step(CudaProgram& p, const Node& n) {
     const StridedWalk w = strided_walk(y.shape, source.strides, {}, rlflow::detail::contiguous_strides(y.shape));
     p.add_kernel(y.shape.numel(), graph_copy_kernel<float>, w, y.shape.numel(), y.data, std::int64_t{0},
                  static_cast<const float*>(x.data), source.base);
+}
+
+/// ConvTranspose: a gather kernel of ours, one thread per output (cuDNN's backward-data
+/// convolution pads both ends alike and has no output padding).
+inline void conv_transpose_step(CudaProgram& p, const Node& n) {
+    const Shape& x = p.in(n, 0).shape;
+    const DeviceTensor& y = p.out(n);
+    const Attributes& a = n.attributes;
+    ConvTransposeProblem problem;
+    problem.batch = x[0];
+    problem.channels = x[1];
+    problem.height = x[2];
+    problem.width = x[3];
+    problem.filters = y.shape[1];
+    problem.out_height = y.shape[2];
+    problem.out_width = y.shape[3];
+    problem.group = a.get_int("group", 1);
+    problem.kernel_h = a.get_ints("kernel_shape")[0];
+    problem.kernel_w = a.get_ints("kernel_shape")[1];
+    problem.stride_h = a.get_ints("strides")[0];
+    problem.stride_w = a.get_ints("strides")[1];
+    problem.pad_top = a.get_ints("pads")[0];
+    problem.pad_left = a.get_ints("pads")[1];
+    problem.dilation_h = a.get_ints("dilations")[0];
+    problem.dilation_w = a.get_ints("dilations")[1];
+    const float* bias = n.inputs.size() == 3 ? static_cast<const float*>(p.in(n, 2).data) : nullptr;
+    const std::int64_t count = y.shape.numel();
+    p.add_kernel(count, graph_conv_transpose_kernel, problem, count, y.data, static_cast<const float*>(p.in(n, 0).data),
+                 static_cast<const float*>(p.in(n, 1).data), bias);
+}
+
+/// Resize: exec's plan (the taps of every axis) uploaded as tables, one thread per output
+/// element.
+inline void resize_step(CudaProgram& p, const Node& n) {
+    const DeviceTensor& x = p.in(n, 0);
+    const DeviceTensor& y = p.out(n);
+    if (y.shape.numel() == 0) return;
+    const rlflow::detail::ResizePlan plan = rlflow::detail::resize_plan(n.attributes, x.shape, y.shape);
+    ResizeProblem problem;
+    problem.rank = plan.rank;
+    problem.blended = plan.blended;
+    for (int d = 0; d < plan.rank; ++d) {
+        problem.out_dims[d] = plan.out_dims[static_cast<std::size_t>(d)];
+        problem.first_tap[d] = plan.first_tap[static_cast<std::size_t>(d)];
+    }
+    const std::int64_t count = y.shape.numel();
+    p.add_kernel(count, graph_resize_kernel, problem, count, y.data, static_cast<const float*>(x.data),
+                 p.upload_table<std::int64_t>(plan.low), p.upload_table<std::int64_t>(plan.high),
+                 p.upload_table<float>(plan.low_weight), p.upload_table<float>(plan.high_weight));
 }
 
 /// Pad: every output element's source index (or -1 for the constant), as exec computes
@@ -756,6 +819,10 @@ inline constexpr std::array<StepEntry, op_kind_count> step_table{{
     {OpKind::Slice, slice_step},
     {OpKind::ReduceSum, reduce_step<RowSum>},
     {OpKind::ReduceMax, reduce_step<RowMax>},
+    {OpKind::Gelu, unary_step<GeluFn>},
+    {OpKind::Resize, resize_step},
+    {OpKind::InstanceNormalization, instance_norm_step},
+    {OpKind::ConvTranspose, conv_transpose_step},
     {OpKind::Opaque, unrunnable_step},
 }};
 // clang-format on

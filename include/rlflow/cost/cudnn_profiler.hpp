@@ -271,6 +271,12 @@ public:
         RLFLOW_CUDA_CHECK(cudaSetDevice(m_device));
         switch (op.op) {
             case OpKind::Conv2D: return conv_ms(op);
+            case OpKind::ConvTranspose: {
+                // Priced as the Conv2D it is the adjoint of (the same products, from the
+                // output's shape to the input's), what cuDNN's backward-data pass costs.
+                const std::array<TensorType, 2> forward_inputs{op.outputs[0], op.inputs[1]};
+                return conv_ms(OpSignature{OpKind::Conv2D, op.attributes, forward_inputs, op.inputs.first(1)});
+            }
             case OpKind::MatMul: return product_ms(detail::matmul_call(op), op);
             case OpKind::Gemm: return product_ms(detail::gemm_call(op), op);
             case OpKind::MaxPool:
@@ -278,6 +284,7 @@ public:
             case OpKind::Softmax: return softmax_ms(op);
             case OpKind::BatchNormalization: return batch_norm_ms(op);
             case OpKind::LayerNormalization: return layer_norm_ms(op);
+            case OpKind::InstanceNormalization: return instance_norm_ms(op);
             // ReduceSum and ReduceMax read and write what ReduceMean does.
             case OpKind::ReduceMean:
             case OpKind::ReduceSum:
@@ -539,6 +546,17 @@ private:
         const double statistics = mean_ms(x, detail::trailing_axes(axis, x.rank()));
         if (const auto normalise = op_tensor_ms(CUDNN_OP_TENSOR_MUL, x, op.inputs[1].shape, x))
             return statistics + *normalise;
+        return statistics + copy_ms(2.0 * static_cast<double>(op.inputs[0].bytes()));
+    }
+
+    /// InstanceNormalization: LayerNormalization's two passes over the (n, c) planes, the
+    /// scale broadcast per channel.
+    [[nodiscard]] double instance_norm_ms(const OpSignature& op) {
+        const Shape& x = op.inputs[0].shape;
+        const double statistics = mean_ms(x, detail::trailing_axes(2, x.rank()));
+        Shape per_channel;
+        for (int d = 0; d < x.rank(); ++d) per_channel.push_back(d == 1 ? x[1] : 1);
+        if (const auto normalise = op_tensor_ms(CUDNN_OP_TENSOR_MUL, x, per_channel, x)) return statistics + *normalise;
         return statistics + copy_ms(2.0 * static_cast<double>(op.inputs[0].bytes()));
     }
 

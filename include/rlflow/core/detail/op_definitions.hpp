@@ -524,6 +524,216 @@ struct SliceOp {
     }
 };
 
+/// Gelu (ONNX Gelu-20): x * Phi(x) with the exact normal CDF (approximate "none", the form
+/// x * (erf(x / sqrt 2) + 1) * 0.5 that PyTorch exports) or its tanh approximation.
+struct GeluOp {
+    static void normalize(Attributes& a, std::span<const TensorType>, std::string_view where) {
+        if (!a.has("approximate")) a.set("approximate", std::string("none"));
+        const auto& mode = a.get<std::string>("approximate");
+        if (mode != "none" && mode != "tanh") throw shape_error(std::string(where) + ": unknown Gelu approximate '" + mode + "'");
+    }
+    /// The five operations of its Erf form (Div, Erf, Add, Mul, Mul) per element, so that
+    /// fusing the pattern leaves a model's FLOPs as they were.
+    static double flops(const OpContext& c) { return 5.0 * elementwise_flops(c); }
+};
+
+/// InstanceNormalization: each (n, c) plane of an (N, C, D1, ...) input normalised to zero
+/// mean and unit (biased) variance, then scaled and shifted by the channel's scale and B.
+struct InstanceNormOp {
+    static void normalize(Attributes& a, std::span<const TensorType>, std::string_view) { default_float(a, "epsilon", 1e-5); }
+    static Infer infer(const OpContext& c) {
+        const Shape& x = c.in(0);
+        if (x.rank() < 3) c.fail("expects (N, C, D1, ...) input, got " + x.to_string());
+        for (std::size_t i = 1; i < 3; ++i)
+            if (!(c.in(i).rank() == 1 && c.in(i)[0] == x[1]))
+                c.fail("parameter " + c.in(i).to_string() + " does not match " + std::to_string(x[1]) + " channels");
+        return detail::one(c.inputs[0].dtype, x);
+    }
+    static double flops(const OpContext& c) { return 8.0 * static_cast<double>(c.in(0).numel()); }
+};
+
+/// ConvTranspose (NCHW): the adjoint of the Conv2D with the same weight, strides, pads,
+/// dilations and groups. Input (N, C, H, W), weight (C, M / group, kh, kw), optional bias
+/// (M); output side s (H - 1) + output_padding + (kh - 1) d + 1 - pads at both ends.
+struct ConvTransposeOp {
+    static void normalize(Attributes& a, std::span<const TensorType> in, std::string_view where) {
+        if (in.size() >= 2 && in[1].shape.rank() == 4 && !a.has("kernel_shape"))
+            a.set("kernel_shape", std::vector<std::int64_t>{in[1].shape[2], in[1].shape[3]});
+        default_ints(a, "kernel_shape", {0, 0}, where);
+        default_ints(a, "strides", {1, 1}, where);
+        default_ints(a, "pads", {0, 0, 0, 0}, where);
+        default_ints(a, "dilations", {1, 1}, where);
+        default_ints(a, "output_padding", {0, 0}, where);
+        default_int(a, "group", 1);
+    }
+    static Infer infer(const OpContext& c) {
+        const Shape& x = c.in(0);
+        const Shape& w = c.in(1);
+        if (x.rank() != 4 || w.rank() != 4) c.fail("expects rank-4 input and weight, got " + x.to_string() + " and " + w.to_string());
+        const auto& k = c.attributes.get_ints("kernel_shape");
+        const auto& s = c.attributes.get_ints("strides");
+        const auto& p = c.attributes.get_ints("pads");
+        const auto& d = c.attributes.get_ints("dilations");
+        const auto& extra = c.attributes.get_ints("output_padding");
+        const std::int64_t group = c.attributes.get_int("group", 1);
+        if (k[0] != w[2] || k[1] != w[3]) c.fail("kernel_shape " + ints_to_string(k) + " does not match weight " + w.to_string());
+        if (group < 1 || x[1] != w[0] || x[1] % group != 0)
+            c.fail("input " + x.to_string() + " and weight " + w.to_string() + " do not fit group " + std::to_string(group));
+        Shape out{x[0], w[1] * group};
+        for (std::size_t i = 0; i < 2; ++i) {
+            // Output padding past the stride would add outputs no input reaches (ONNX
+            // Runtime refuses it too).
+            if (s[i] < 1 || d[i] < 1 || extra[i] < 0 || extra[i] >= std::max(s[i], d[i]))
+                c.fail("strides and dilations must be >= 1, output_padding in [0, max(stride, dilation))");
+            const std::int64_t side = s[i] * (x[static_cast<int>(i) + 2] - 1) + extra[i] + (k[i] - 1) * d[i] + 1 - p[i] - p[i + 2];
+            if (side < 1) c.fail("pads " + ints_to_string(p) + " leave no output of input " + x.to_string());
+            out.push_back(side);
+        }
+        if (c.inputs.size() == 3 && !(c.in(2).rank() == 1 && c.in(2)[0] == out[1]))
+            c.fail("bias " + c.in(2).to_string() + " does not match " + std::to_string(out[1]) + " output channels");
+        return detail::one(c.inputs[0].dtype, out);
+    }
+    /// Each input element times its (M / group) kh kw taps, plus the bias.
+    static double flops(const OpContext& c) {
+        const Shape& w = c.in(1);
+        const double bias = c.inputs.size() == 3 ? static_cast<double>(c.outputs[0].shape.numel()) : 0.0;
+        return 2.0 * static_cast<double>(c.in(0).numel()) * static_cast<double>(w.product(1, 4)) + bias;
+    }
+};
+
+/// One output index of one Resize axis: it reads input indices `low` and `high`, weighted
+/// `low_weight` and `high_weight` (nearest: one index, weights 1 and 0).
+struct ResizeTap {
+    std::int64_t low;
+    std::int64_t high;
+    float low_weight;
+    float high_weight;
+};
+
+/// Resize (ONNX Resize-11 to 18) in modes nearest and linear, on a static tensor.
+/// Canonical attributes: "mode", "coordinate_transformation_mode" (half_pixel,
+/// pytorch_half_pixel, align_corners, asymmetric), "nearest_mode", "scales" (one per axis,
+/// float32 values, what maps output to input coordinates) and "sizes" (the output shape).
+/// A model that gives scales has sizes floor(scale * dim); one that gives sizes has scales
+/// size / dim, as ONNX Runtime computes them. Coordinates are computed in float32 as ONNX
+/// Runtime computes them (onnxruntime/core/providers/cpu/tensor/upsamplebase.h).
+struct ResizeOp {
+    static constexpr std::string_view modes[] = {"nearest", "linear"};
+    static constexpr std::string_view coordinate_modes[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
+                                                            "asymmetric"};
+    static constexpr std::string_view nearest_modes[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+
+    template <std::size_t N>
+    static void default_choice(Attributes& a, std::string_view name, const std::string_view (&choices)[N],
+                               std::string_view where) {
+        if (!a.has(name)) a.set(name, std::string(choices[0]));
+        const auto& value = a.get<std::string>(name);
+        if (std::find(std::begin(choices), std::end(choices), value) == std::end(choices))
+            throw shape_error(std::string(where) + ": Resize " + std::string(name) + " '" + value + "' is not supported");
+    }
+    /// The output length of an axis of length `dim` scaled by `scale` (float32, truncated).
+    [[nodiscard]] static std::int64_t scaled_length(std::int64_t dim, double scale) noexcept {
+        return static_cast<std::int64_t>(static_cast<float>(scale) * static_cast<float>(dim));
+    }
+    static void normalize(Attributes& a, std::span<const TensorType> in, std::string_view where) {
+        default_choice(a, "mode", modes, where);
+        default_choice(a, "coordinate_transformation_mode", coordinate_modes, where);
+        default_choice(a, "nearest_mode", nearest_modes, where);
+        if (a.get<std::string>("mode") == "linear") a.set("nearest_mode", std::string(nearest_modes[0]));  // unused
+        if (in.empty()) return;
+        const Shape& x = in[0].shape;
+        const auto rank = static_cast<std::size_t>(x.rank());
+        if (!a.has("scales") && !a.has("sizes")) throw shape_error(std::string(where) + ": Resize needs scales or sizes");
+        if (a.has("scales")) {
+            const auto& scales = a.get<std::vector<double>>("scales");
+            if (scales.size() != rank || std::any_of(scales.begin(), scales.end(), [](double s) { return !(s > 0.0); }))
+                throw shape_error(std::string(where) + ": Resize needs one positive scale per axis of " + x.to_string());
+            if (!a.has("sizes")) {
+                std::vector<std::int64_t> sizes;
+                for (std::size_t d = 0; d < rank; ++d) sizes.push_back(scaled_length(x[static_cast<int>(d)], scales[d]));
+                a.set("sizes", sizes);
+            }
+        }
+        const auto& sizes = a.get_ints("sizes");
+        if (sizes.size() != rank || std::any_of(sizes.begin(), sizes.end(), [](std::int64_t s) { return s < 0; }))
+            throw shape_error(std::string(where) + ": Resize needs one size per axis of " + x.to_string());
+        if (!a.has("scales")) {
+            std::vector<double> scales;
+            for (std::size_t d = 0; d < rank; ++d) {
+                const std::int64_t dim = x[static_cast<int>(d)];
+                scales.push_back(dim == 0 ? 1.0 : static_cast<double>(static_cast<float>(sizes[d]) / static_cast<float>(dim)));
+            }
+            a.set("scales", scales);
+        }
+    }
+    static Infer infer(const OpContext& c) {
+        const Shape& x = c.in(0);
+        const auto& sizes = c.attributes.get_ints("sizes");
+        if (sizes.size() != static_cast<std::size_t>(x.rank()) || c.attributes.get<std::vector<double>>("scales").size() != sizes.size())
+            c.fail("Resize attributes do not match rank of " + x.to_string());
+        Shape out;
+        for (std::size_t d = 0; d < sizes.size(); ++d) {
+            if (sizes[d] > 0 && x[static_cast<int>(d)] == 0) c.fail("cannot resize an empty axis of " + x.to_string());
+            out.push_back(sizes[d]);
+        }
+        return detail::one(c.inputs[0].dtype, out);
+    }
+    /// Linear: a multiply-add per tap of every interpolated axis; nearest gathers.
+    static double flops(const OpContext& c) {
+        if (c.attributes.get<std::string>("mode") != "linear") return 0.0;
+        const Shape& x = c.in(0);
+        const auto& sizes = c.attributes.get_ints("sizes");
+        double taps = 1.0;
+        for (std::size_t d = 0; d < sizes.size(); ++d)
+            if (sizes[d] != x[static_cast<int>(d)]) taps *= 2.0;
+        return 2.0 * taps * static_cast<double>(c.outputs[0].shape.numel());
+    }
+    /// Where output index `o` of an axis lies in input coordinates.
+    [[nodiscard]] static float source_coordinate(std::string_view mode, std::int64_t o, float scale, std::int64_t in_len,
+                                                 std::int64_t out_len) noexcept {
+        const auto x = static_cast<float>(o);
+        if (mode == "asymmetric") return x / scale;
+        if (mode == "align_corners")
+            return out_len == 1 ? 0.0f : x * static_cast<float>(in_len - 1) / static_cast<float>(out_len - 1);
+        if (mode == "pytorch_half_pixel" && out_len <= 1) return 0.0f;
+        return (x + 0.5f) / scale - 0.5f;  // half_pixel, pytorch_half_pixel
+    }
+    /// The input index nearest to `x` under `mode`, before clamping.
+    [[nodiscard]] static std::int64_t nearest_index(std::string_view mode, float x) noexcept {
+        if (mode == "floor") return static_cast<std::int64_t>(std::floor(x));
+        if (mode == "ceil") return static_cast<std::int64_t>(std::ceil(x));
+        if (mode == "round_prefer_floor" && x == static_cast<float>(static_cast<std::int64_t>(x)) + 0.5f)
+            return static_cast<std::int64_t>(std::floor(x));
+        return static_cast<std::int64_t>(std::round(x));
+    }
+    /// The taps of every output index of `axis` of a canonical Resize of `x`.
+    [[nodiscard]] static std::vector<ResizeTap> taps(const Attributes& a, const Shape& x, int axis) {
+        const std::int64_t in_len = x[axis];
+        const std::int64_t out_len = a.get_ints("sizes")[static_cast<std::size_t>(axis)];
+        const auto scale = static_cast<float>(a.get<std::vector<double>>("scales")[static_cast<std::size_t>(axis)]);
+        const auto& coordinates = a.get<std::string>("coordinate_transformation_mode");
+        const bool linear = a.get<std::string>("mode") == "linear";
+        const auto& rounding = a.get<std::string>("nearest_mode");
+        std::vector<ResizeTap> out;
+        out.reserve(static_cast<std::size_t>(out_len));
+        const std::int64_t last = std::max<std::int64_t>(in_len - 1, 0);
+        for (std::int64_t o = 0; o < out_len; ++o) {
+            const float source = source_coordinate(coordinates, o, scale, in_len, out_len);
+            if (!linear) {
+                const std::int64_t i = std::clamp<std::int64_t>(nearest_index(rounding, source), 0, last);
+                out.push_back({i, i, 1.0f, 0.0f});
+                continue;
+            }
+            const float clamped = std::clamp(source, 0.0f, static_cast<float>(last));
+            const std::int64_t low = std::min(static_cast<std::int64_t>(clamped), last);
+            const std::int64_t high = std::min(low + 1, last);
+            if (low == high) out.push_back({low, high, 1.0f, 0.0f});
+            else out.push_back({low, high, std::fabs(clamped - static_cast<float>(high)), std::fabs(clamped - static_cast<float>(low))});
+        }
+        return out;
+    }
+};
+
 /// TASO's Enlarge: zero-pads a (M, C, kh, kw) kernel, centred, to kernel_shape. The size
 /// differences must be even, so that a SAME-padded convolution computes the same result.
 struct EnlargeOp {

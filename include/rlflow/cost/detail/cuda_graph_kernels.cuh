@@ -91,6 +91,14 @@ struct HardSigmoidFn {
 struct HardSwishFn {
     __device__ static float apply(float x, float, float) { return x * HardSigmoidFn::apply(x, 1.0f / 6.0f, 0.5f); }
 };
+/// Gelu: the first parameter is 1 for the tanh approximation, 0 for the exact form
+/// (exec's gelu_kernel has the same operations).
+struct GeluFn {
+    __device__ static float apply(float x, float tanh_form, float) {
+        if (tanh_form != 0.0f) return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+        return (x * (erff(x / 1.41421356f) + 1.0f)) * 0.5f;
+    }
+};
 struct LeakyReluFn {
     __device__ static float apply(float x, float alpha, float) { return x >= 0.0f ? x : alpha * x; }
 };
@@ -167,6 +175,41 @@ __global__ inline void graph_bias_activation_kernel(std::int64_t n, std::int64_t
     for (std::int64_t i = grid_thread(); i < n; i += grid_threads()) {
         const float shifted = bias != nullptr ? y[i] + bias[(i / inner) % channels] : y[i];
         y[i] = graph_activation(activation, shifted);
+    }
+}
+
+/// The sizes of one ConvTranspose (NCHW): input (batch, channels, height, width), output
+/// (batch, filters, out_height, out_width), weight (channels, filters / group, kernel_h,
+/// kernel_w).
+struct ConvTransposeProblem {
+    std::int64_t batch = 1, channels = 1, height = 1, width = 1, filters = 1, out_height = 1, out_width = 1;
+    std::int64_t group = 1, kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0,
+                 dilation_h = 1, dilation_w = 1;
+};
+
+/// ConvTranspose as a gather: one thread per output element sums the input elements whose
+/// taps land on it (position h * stride - pad + k * dilation), then adds the bias (may be
+/// null). Any pads, output padding and groups.
+__global__ inline void graph_conv_transpose_kernel(ConvTransposeProblem p, std::int64_t n, float* out, const float* x,
+                                                   const float* w, const float* bias) {
+    const std::int64_t per_group_in = p.channels / p.group, per_group_out = p.filters / p.group;
+    for (std::int64_t i = grid_thread(); i < n; i += grid_threads()) {
+        const std::int64_t ow = i % p.out_width, oh = (i / p.out_width) % p.out_height;
+        const std::int64_t m = (i / (p.out_width * p.out_height)) % p.filters, b = i / (p.out_width * p.out_height * p.filters);
+        const std::int64_t g = m / per_group_out, local = m % per_group_out;
+        float sum = bias != nullptr ? bias[m] : 0.0f;
+        for (std::int64_t c = g * per_group_in; c < (g + 1) * per_group_in; ++c)
+            for (std::int64_t kh = 0; kh < p.kernel_h; ++kh) {
+                const std::int64_t th = oh + p.pad_top - kh * p.dilation_h;
+                if (th < 0 || th % p.stride_h != 0 || th / p.stride_h >= p.height) continue;
+                for (std::int64_t kw = 0; kw < p.kernel_w; ++kw) {
+                    const std::int64_t tw = ow + p.pad_left - kw * p.dilation_w;
+                    if (tw < 0 || tw % p.stride_w != 0 || tw / p.stride_w >= p.width) continue;
+                    sum += x[((b * p.channels + c) * p.height + th / p.stride_h) * p.width + tw / p.stride_w]
+                           * w[((c * per_group_out + local) * p.kernel_h + kh) * p.kernel_w + kw];
+                }
+            }
+        out[i] = sum;
     }
 }
 
@@ -295,10 +338,13 @@ __global__ void graph_row_reduce_kernel(std::int64_t rows, std::int64_t cols, fl
 
 /// LayerNormalization over rows of `cols`: (x - mean) / sqrt(biased variance + epsilon),
 /// times scale[c] plus shift[c] (both already broadcast to the row; shift may be null).
+/// InstanceNormalization is the same over (n, c) planes with one scale and shift per
+/// channel: `channels` > 0 takes them from scale[r % channels] and shift[r % channels].
 /// One block per row; the variance is taken around the mean (two passes), not as
 /// E[x^2] - mean^2, which cancels catastrophically.
 __global__ inline void graph_layer_norm_kernel(std::int64_t rows, std::int64_t cols, float* out, const float* in,
-                                               const float* scale, const float* shift, float epsilon) {
+                                               const float* scale, const float* shift, float epsilon,
+                                               std::int64_t channels) {
     __shared__ float shared[cuda_block_threads];
     for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
         const float* x = in + r * cols;
@@ -309,8 +355,55 @@ __global__ inline void graph_layer_norm_kernel(std::int64_t rows, std::int64_t c
         for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) squares += (x[c] - mean) * (x[c] - mean);
         const float variance = block_reduce<RowSum>(squares, shared) / static_cast<float>(cols);
         const float inverse = rsqrtf(variance + epsilon);
-        for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-            out[r * cols + c] = (x[c] - mean) * inverse * scale[c] + (shift != nullptr ? shift[c] : 0.0f);
+        for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+            const std::int64_t k = channels > 0 ? r % channels : c;
+            out[r * cols + c] = (x[c] - mean) * inverse * scale[k] + (shift != nullptr ? shift[k] : 0.0f);
+        }
+    }
+}
+
+/// What a Resize launch needs of exec's ResizePlan: the output shape and where each axis's
+/// taps start in the tables (indices already times the input's strides).
+struct ResizeProblem {
+    int rank = 0;
+    std::uint32_t blended = 0;
+    std::int64_t out_dims[walk_rank] = {};
+    std::int64_t first_tap[walk_rank] = {};
+};
+
+/// Resize: one thread per output element, the weighted sum over the corners of its taps on
+/// the blended axes (nearest blends none: a gather).
+__global__ inline void graph_resize_kernel(ResizeProblem p, std::int64_t n, float* out, const float* in,
+                                           const std::int64_t* low, const std::int64_t* high, const float* low_weight,
+                                           const float* high_weight) {
+    for (std::int64_t i = grid_thread(); i < n; i += grid_threads()) {
+        std::int64_t tap[walk_rank];
+        std::int64_t rest = i, base = 0;
+        int blended = 0;
+        for (int d = p.rank - 1; d >= 0; --d) {
+            tap[d] = p.first_tap[d] + rest % p.out_dims[d];
+            rest /= p.out_dims[d];
+            if ((p.blended >> d) & 1u) ++blended;
+            else base += low[tap[d]];
+        }
+        if (blended == 0) {
+            out[i] = in[base];
+            continue;
+        }
+        float sum = 0.0f;
+        for (int corner = 0; corner < (1 << blended); ++corner) {
+            std::int64_t offset = base;
+            float weight = 1.0f;
+            int k = 0;
+            for (int d = 0; d < p.rank; ++d) {
+                if (!((p.blended >> d) & 1u)) continue;
+                const bool up = ((corner >> k++) & 1) != 0;
+                offset += up ? high[tap[d]] : low[tap[d]];
+                weight *= up ? high_weight[tap[d]] : low_weight[tap[d]];
+            }
+            sum += weight * in[offset];
+        }
+        out[i] = sum;
     }
 }
 

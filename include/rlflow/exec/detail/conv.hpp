@@ -1,8 +1,9 @@
 #pragma once
 /// \file
 /// Conv2D as im2col + GEMM per image and group (a 1x1, stride-1, unpadded convolution
-/// multiplies the input directly), and the kernel transforms Enlarge, which zero-pads a
-/// kernel, and MergeGConv, which merges the groups of a grouped kernel.
+/// multiplies the input directly), ConvTranspose as its adjoint (GEMM + col2im), and the
+/// kernel transforms Enlarge, which zero-pads a kernel, and MergeGConv, which merges the
+/// groups of a grouped kernel.
 
 #include <rlflow/exec/detail/eigen.hpp>
 #include <rlflow/exec/detail/elementwise.hpp>
@@ -110,6 +111,62 @@ inline void conv_kernel(const KernelArgs& args) {
             matrix(y + n * out_channels * g.output_pixels, out_channels, g.output_pixels).colwise() += bias;
     }
     apply_activation(static_cast<Activation>(args.node.attributes.get_int("activation", 0)), args.outputs[0].data);
+}
+
+/// The adjoint of im2col_row: adds one row of columns back into the plane, each value at
+/// the tap it would have been read from.
+inline void col2im_row(const float* row, const ConvGeometry& g, std::int64_t kh, std::int64_t kw, float* plane) {
+    const WindowAxis& height = g.axes[0];
+    const WindowAxis& width = g.axes[1];
+    const IndexRange rows = height.outputs_inside(kh);
+    const IndexRange cols = width.outputs_inside(kw);
+    const std::int64_t first_column = cols.begin * width.stride + kw * width.dilation - width.pad_begin;
+    for (std::int64_t oh = rows.begin; oh < rows.end; ++oh) {
+        float* target = plane + (height.start(oh) + kh * height.dilation) * width.input + first_column;
+        const float* source = row + oh * width.output + cols.begin;
+        for (std::int64_t i = 0; i < cols.size(); ++i) target[i * width.stride] += source[i];
+    }
+}
+
+/// ConvTranspose (NCHW): the adjoint of Conv2D. Seen as the convolution from the output's
+/// shape to the input's with the same weight, per image and group: columns = W_g^T @ x_g,
+/// then col2im adds every column into the output (as ONNX Runtime computes it), then bias.
+inline void conv_transpose_kernel(const KernelArgs& args) {
+    const Shape& x = args.inputs[0].shape;
+    const Shape& y = args.outputs[0].shape;
+    ConvGeometry g;
+    g.axes = window_axes(args.node.attributes, y, x);
+    g.batch = x[0];
+    g.group = args.node.attributes.get_int("group", 1);
+    g.channels = y[1] / g.group;
+    g.filters = x[1] / g.group;
+    g.patch = g.channels * g.axes[0].kernel * g.axes[1].kernel;
+    g.input_pixels = y[2] * y[3];
+    g.output_pixels = x[2] * x[3];
+    const float* in = args.inputs[0].data.data();
+    const float* w = args.inputs[1].data.data();
+    float* out = args.outputs[0].data.data();
+    std::fill(args.outputs[0].data.begin(), args.outputs[0].data.end(), 0.0f);
+    FloatBuffer columns(static_cast<std::size_t>(g.patch * g.output_pixels));
+    const std::int64_t kernel_h = g.axes[0].kernel, kernel_w = g.axes[1].kernel;
+    for (std::int64_t n = 0; n < g.batch; ++n)
+        for (std::int64_t group = 0; group < g.group; ++group) {
+            matrix(columns.data(), g.patch, g.output_pixels).noalias() =
+                matrix(w + group * g.filters * g.patch, g.filters, g.patch).transpose()
+                * matrix(in + (n * g.group + group) * g.filters * g.output_pixels, g.filters, g.output_pixels);
+            float* planes = out + (n * g.group + group) * g.channels * g.input_pixels;
+            for (std::int64_t c = 0; c < g.channels; ++c)
+                for (std::int64_t kh = 0; kh < kernel_h; ++kh)
+                    for (std::int64_t kw = 0; kw < kernel_w; ++kw)
+                        col2im_row(columns.data() + ((c * kernel_h + kh) * kernel_w + kw) * g.output_pixels, g, kh, kw,
+                                   planes + c * g.input_pixels);
+        }
+    if (args.inputs.size() == 3) {
+        const std::int64_t out_channels = y[1];
+        const Eigen::Map<const Eigen::VectorXf> bias(args.inputs[2].data.data(), static_cast<Eigen::Index>(out_channels));
+        for (std::int64_t n = 0; n < g.batch; ++n)
+            matrix(out + n * out_channels * g.input_pixels, out_channels, g.input_pixels).colwise() += bias;
+    }
 }
 
 /// Enlarge: zero-pads a (M, C, kh, kw) kernel, centred, to (M, C, KH, KW).

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 
 namespace rlflow::detail {
 
@@ -73,6 +74,24 @@ inline void leaky_relu_kernel(const KernelArgs& args) {
     const auto x = args.inputs[0].data;
     const auto y = args.outputs[0].data;
     for (std::size_t i = 0; i < x.size(); ++i) y[i] = x[i] >= 0.0f ? x[i] : alpha * x[i];
+}
+
+/// Gelu. approximate "none": (x * (erf(x / sqrt 2) + 1)) * 0.5 with sqrt 2 rounded to
+/// float32, the very operations (and so the very bits) of the Erf pattern PyTorch exports,
+/// which the importer fuses into this op. "tanh": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+inline void gelu_kernel(const KernelArgs& args) {
+    const auto x = args.inputs[0].data;
+    const auto y = args.outputs[0].data;
+    if (args.node.attributes.get<std::string>("approximate") == "tanh") {
+        constexpr float root_two_over_pi = 0.7978845608028654f, cubic = 0.044715f;
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            const float inner = root_two_over_pi * (x[i] + cubic * x[i] * x[i] * x[i]);
+            y[i] = 0.5f * x[i] * (1.0f + std::tanh(inner));
+        }
+        return;
+    }
+    constexpr auto root_two = static_cast<float>(1.4142135623730951);
+    for (std::size_t i = 0; i < x.size(); ++i) y[i] = (x[i] * (std::erf(x[i] / root_two) + 1.0f)) * 0.5f;
 }
 
 /// Copies the input: what a view op computes when it is not aliased.

@@ -82,6 +82,10 @@ inline constexpr std::array<KernelEntry, op_kind_count> kernel_table{{
     {OpKind::Slice, slice_kernel},
     {OpKind::ReduceSum, reduce_kernel<SumReduction>},
     {OpKind::ReduceMax, reduce_kernel<MaxReduction>},
+    {OpKind::Gelu, gelu_kernel},
+    {OpKind::Resize, resize_kernel},
+    {OpKind::InstanceNormalization, instance_norm_kernel},
+    {OpKind::ConvTranspose, conv_transpose_kernel},
     {OpKind::Opaque, opaque_kernel},
 }};
 // clang-format on

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// Data-movement kernels: Concat, Split, Transpose, Slice and Pad.
+/// Data-movement kernels: Concat, Split, Transpose, Slice, Resize and Pad.
 
 #include <rlflow/core/detail/op_definitions.hpp>
 #include <rlflow/exec/detail/view.hpp>
@@ -97,6 +97,77 @@ inline void slice_kernel(const KernelArgs& args) {
         const float* in = x.data.data() + source.base + at[1];
         for (std::int64_t i = 0; i < length; ++i) out[i] = in[i * step];
     });
+}
+
+/// How a Resize reads its input, axis by axis, as the CPU kernel and the CUDA executor both
+/// walk it: every axis's taps (ResizeOp::taps) flattened one axis after another, with the
+/// indices already multiplied by the input's stride. An axis is `blended` (its bit set)
+/// where some output index reads two input indices with nonzero weights; the others read
+/// one, with weight 1.
+struct ResizePlan {
+    int rank = 0;
+    Strides out_dims{};
+    /// Where each axis's taps start in the tables.
+    Strides first_tap{};
+    std::uint32_t blended = 0;
+    std::vector<std::int64_t> low, high;
+    std::vector<float> low_weight, high_weight;
+};
+
+[[nodiscard]] inline ResizePlan resize_plan(const Attributes& attributes, const Shape& x, const Shape& y) {
+    ResizePlan plan;
+    plan.rank = x.rank();
+    const Strides strides = contiguous_strides(x);
+    for (int d = 0; d < x.rank(); ++d) {
+        const auto axis = static_cast<std::size_t>(d);
+        plan.out_dims[axis] = y[d];
+        plan.first_tap[axis] = static_cast<std::int64_t>(plan.low.size());
+        for (const ResizeTap& t : ResizeOp::taps(attributes, x, d)) {
+            plan.low.push_back(t.low * strides[axis]);
+            plan.high.push_back(t.high * strides[axis]);
+            plan.low_weight.push_back(t.low_weight);
+            plan.high_weight.push_back(t.high_weight);
+            if (t.high_weight != 0.0f) plan.blended |= 1u << axis;
+        }
+    }
+    return plan;
+}
+
+/// Resize, nearest or (multi)linear: each output element is the weighted sum of the input
+/// elements at the corners of its taps on the blended axes.
+inline void resize_kernel(const KernelArgs& args) {
+    const ConstView& x = args.inputs[0];
+    const MutableView& y = args.outputs[0];
+    const ResizePlan plan = resize_plan(args.node.attributes, x.shape, y.shape);
+    const auto rank = static_cast<std::size_t>(plan.rank);
+    std::array<std::int64_t, Shape::max_rank> at{};
+    std::vector<std::size_t> blended;
+    for (std::size_t d = 0; d < rank; ++d)
+        if ((plan.blended >> d) & 1u) blended.push_back(d);
+    const std::size_t corners = std::size_t{1} << blended.size();
+    for (std::size_t i = 0; i < y.data.size(); ++i) {
+        std::int64_t base = 0;
+        for (std::size_t d = 0; d < rank; ++d)
+            if (!((plan.blended >> d) & 1u)) base += plan.low[static_cast<std::size_t>(plan.first_tap[d] + at[d])];
+        float sum = 0.0f;
+        for (std::size_t corner = 0; corner < corners; ++corner) {
+            std::int64_t offset = base;
+            float weight = 1.0f;
+            for (std::size_t k = 0; k < blended.size(); ++k) {
+                const std::size_t d = blended[k];
+                const auto tap = static_cast<std::size_t>(plan.first_tap[d] + at[d]);
+                const bool high = ((corner >> k) & 1u) != 0;
+                offset += high ? plan.high[tap] : plan.low[tap];
+                weight *= high ? plan.high_weight[tap] : plan.low_weight[tap];
+            }
+            sum += weight * x.data[static_cast<std::size_t>(offset)];
+        }
+        y.data[i] = blended.empty() ? x.data[static_cast<std::size_t>(base)] : sum;
+        for (std::size_t d = rank; d-- > 0;) {  // the next output coordinate, row-major
+            if (++at[d] < plan.out_dims[d]) break;
+            at[d] = 0;
+        }
+    }
 }
 
 /// Marks an output position that takes Pad's constant value.

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// BatchNormalization (inference), LayerNormalization and Softmax.
+/// BatchNormalization (inference), LayerNormalization, InstanceNormalization and Softmax.
 
 #include <rlflow/exec/detail/eigen.hpp>
 #include <rlflow/exec/detail/view.hpp>
@@ -45,6 +45,22 @@ inline void layer_norm_kernel(const KernelArgs& args) {
         const float mean = in.mean();
         const float variance = (in - mean).square().mean();
         out = (in - mean) * (scale / std::sqrt(variance + epsilon)) + shift;
+    }
+}
+
+/// InstanceNormalization: each (n, c) plane normalised like a LayerNormalization row, then
+/// scaled and shifted by its channel's scale and B.
+inline void instance_norm_kernel(const KernelArgs& args) {
+    const Shape& x = args.inputs[0].shape;
+    const auto epsilon = static_cast<float>(args.node.attributes.get_float("epsilon", 1e-5));
+    const std::int64_t channels = x[1], inner = x.product(2, x.rank());
+    for (std::int64_t r = 0; r < x[0] * channels; ++r) {
+        const auto in = array(args.inputs[0].data.subspan(static_cast<std::size_t>(r * inner), static_cast<std::size_t>(inner)));
+        auto out = array(args.outputs[0].data.subspan(static_cast<std::size_t>(r * inner), static_cast<std::size_t>(inner)));
+        const auto c = static_cast<std::size_t>(r % channels);
+        const float mean = in.mean();
+        const float variance = (in - mean).square().mean();
+        out = (in - mean) * (args.inputs[1].data[c] / std::sqrt(variance + epsilon)) + args.inputs[2].data[c];
     }
 }
 

@@ -9,6 +9,8 @@
 #include <rlflow/core/graph.hpp>
 #include <rlflow/onnx/detail/attributes.hpp>
 
+#include <onnx/defs/schema.h>
+
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
@@ -274,6 +276,72 @@ inline void export_slice(ExportContext& c) {
     c.emit("Slice", {c.inputs[0], c.ints_initializer(out + "_starts", s), c.ints_initializer(out + "_ends", e),
                      c.ints_initializer(out + "_axes", a), c.ints_initializer(out + "_steps", k)},
            c.outputs);
+}
+
+/// Gelu is ONNX's from opset 20, and written as Gelu where the ONNX library rlflow checks
+/// its exports with knows it (libonnx 1.15 on). Otherwise the exact form is written as the
+/// operations PyTorch exports, (x * (Erf(x / sqrt 2) + 1)) * 0.5, which compute exec's Gelu
+/// bit for bit and which ONNX Runtime fuses back into one kernel; the tanh form as
+/// (x * 0.5) * (Tanh(sqrt(2/pi) * (x + 0.044715 * x^3)) + 1).
+inline void export_gelu(ExportContext& c) {
+    constexpr std::int64_t gelu_since = 20;
+    const ::onnx::OpSchema* schema = ::onnx::OpSchemaRegistry::Schema("Gelu", static_cast<int>(c.opset));
+    if (c.opset >= gelu_since && schema != nullptr) {
+        export_direct(c);
+        return;
+    }
+    const std::string& x = c.inputs[0];
+    const std::string& out = c.outputs[0];
+    const auto temp = [&](std::string_view what) { return c.names.claim(out + "_" + std::string(what)); };
+    const std::string one = c.scalar_initializer(out + "_one", 1.0), half = c.scalar_initializer(out + "_half", 0.5);
+    if (c.node.attributes.get<std::string>("approximate") == "tanh") {
+        const std::string square = temp("square"), cube = temp("cube"), scaled_cube = temp("scaled_cube"), inner = temp("inner"),
+                          argument = temp("argument"), t = temp("tanh"), gate = temp("gate"), halved = temp("halved");
+        c.emit("Mul", {x, x}, {square});
+        c.emit("Mul", {square, x}, {cube});
+        c.emit("Mul", {cube, c.scalar_initializer(out + "_cubic", 0.044715)}, {scaled_cube});
+        c.emit("Add", {x, scaled_cube}, {inner});
+        c.emit("Mul", {inner, c.scalar_initializer(out + "_root_two_over_pi", 0.7978845608028654)}, {argument});
+        c.emit("Tanh", {argument}, {t});
+        c.emit("Add", {t, one}, {gate});
+        c.emit("Mul", {x, half}, {halved});
+        c.emit("Mul", {halved, gate}, c.outputs);
+        return;
+    }
+    const std::string scaled = temp("scaled"), e = temp("erf"), gate = temp("gate"), gated = temp("gated");
+    c.emit("Div", {x, c.scalar_initializer(out + "_root_two", 1.4142135623730951)}, {scaled});
+    c.emit("Erf", {scaled}, {e});
+    c.emit("Add", {e, one}, {gate});
+    c.emit("Mul", {x, gate}, {gated});
+    c.emit("Mul", {gated, half}, c.outputs);
+}
+
+/// Resize: scales where ONNX Runtime computes this op's sizes from them (floor of scale
+/// times the axis, in float32), else the sizes (from which it computes these scales).
+/// Opsets 11 and 12 take roi and scales as inputs even when empty.
+inline void export_resize(ExportContext& c) {
+    constexpr std::int64_t optional_inputs_since = 13, resize_since = 11;
+    if (c.opset < resize_since) c.fail("Resize needs opset 11");
+    const Shape& x = c.input_types.at(0).shape;
+    const auto& scales = c.node.attributes.get<std::vector<double>>("scales");
+    const auto& sizes = c.node.attributes.get_ints("sizes");
+    bool by_scales = true;
+    for (int d = 0; d < x.rank(); ++d)
+        by_scales = by_scales && rlflow::detail::ResizeOp::scaled_length(x[d], scales[static_cast<std::size_t>(d)]) == sizes[static_cast<std::size_t>(d)];
+    const std::string& out = c.outputs[0];
+    const bool old = c.opset < optional_inputs_since;
+    const auto floats = [&](const std::string& hint, const std::vector<double>& values) {
+        const Shape shape{static_cast<std::int64_t>(values.size())};
+        return c.initializer(hint, Tensor::from_floats(shape, std::vector<float>(values.begin(), values.end())));
+    };
+    std::vector<std::string> in{c.inputs[0], old ? floats(out + "_roi", {}) : std::string()};
+    if (by_scales) {
+        in.push_back(floats(out + "_scales", scales));
+    } else {
+        in.push_back(old ? floats(out + "_scales", {}) : std::string());
+        in.push_back(c.ints_initializer(out + "_sizes", sizes));
+    }
+    c.copy_attributes(c.emit("Resize", in, c.outputs), {"scales", "sizes"});
 }
 
 inline void export_layer_norm(ExportContext& c) {

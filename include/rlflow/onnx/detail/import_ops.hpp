@@ -9,6 +9,7 @@
 #include <rlflow/onnx/detail/attributes.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <initializer_list>
 #include <limits>
@@ -52,6 +53,10 @@ struct CoreNodeSpec {
     /// Core ops applied in turn to that output, each with it as its one input (a Gather of
     /// one index is a part of a Split and a Reshape that drops the axis).
     std::vector<CoreNodeSpec> then = {};
+    /// Core ops applied in turn to a tensor input before the op reads it, per entry of
+    /// `tensor_inputs` (empty: none); each has that input as its one input (an Einsum's
+    /// operands transposed and reshaped into a MatMul's).
+    std::vector<std::vector<CoreNodeSpec>> before = {};
 };
 
 using ImportFn = std::optional<CoreNodeSpec> (*)(const ImportContext&);
@@ -469,6 +474,165 @@ inline std::optional<CoreNodeSpec> import_dropout(const ImportContext& c) {
         if (training->raw()[0] != std::byte{0} && constant_scalar(c, 1) != 0.0) return std::nullopt;
     }
     return CoreNodeSpec{OpKind::Identity, {0}, {}};
+}
+
+/// Gelu is an ONNX op from opset 20 on (before it, exports write its Erf form, which the
+/// importer fuses: onnx/detail/patterns.hpp).
+inline std::optional<CoreNodeSpec> import_gelu(const ImportContext& c) {
+    constexpr std::int64_t gelu_since = 20;
+    if (c.opset < gelu_since) return std::nullopt;
+    return import_direct<OpKind::Gelu, 1>(c);
+}
+
+inline std::optional<CoreNodeSpec> import_instance_norm(const ImportContext& c) {
+    return import_direct<OpKind::InstanceNormalization, 3>(c);
+}
+
+/// The float values of a constant float32 input, if it is one.
+[[nodiscard]] inline std::optional<std::vector<double>> constant_floats(const ImportContext& c, std::size_t i) {
+    const Tensor* t = c.constant(i);
+    if (!t || t->dtype() != DType::Float32) return std::nullopt;
+    const auto values = t->floats();
+    return std::vector<double>(values.begin(), values.end());
+}
+
+/// Resize (opset 11 on; Resize-10 rounds differently) in modes nearest and linear, with
+/// constant scales or sizes over every axis. Cubic, tf_crop_and_resize, antialias,
+/// `axes`, exclude_outside and aspect-ratio policies stay opaque; roi matters only to
+/// tf_crop_and_resize and extrapolation_value only outside it, cubic_coeff_a only to cubic.
+inline std::optional<CoreNodeSpec> import_resize(const ImportContext& c) {
+    constexpr std::int64_t resize_since = 11;
+    const Shape* x = c.shape(0);
+    if (!x || c.opset < resize_since || c.inputs.size() > 4) return std::nullopt;
+    auto attributes = schema_attributes(c, OpKind::Resize, {"cubic_coeff_a", "extrapolation_value", "keep_aspect_ratio_policy"},
+                                        {{"exclude_outside", 0}, {"antialias", 0}});
+    if (!attributes || attributes->has("scales") || attributes->has("sizes")) return std::nullopt;
+    if (attribute_string(c.node, "keep_aspect_ratio_policy", "stretch") != "stretch") return std::nullopt;
+    for (const auto& [name, value] : *attributes) {  // strings outside the core op's choices stay opaque
+        try {
+            Attributes probe{{name, value}};
+            rlflow::detail::ResizeOp::normalize(probe, {}, c.where);
+        } catch (const rlflow::error&) {
+            return std::nullopt;
+        }
+    }
+    const auto rank = static_cast<std::size_t>(x->rank());
+    const auto scales = c.present(2) ? constant_floats(c, 2) : std::optional<std::vector<double>>(std::vector<double>{});
+    const auto sizes = c.present(3) ? constant_ints(c, 3) : std::optional<std::vector<std::int64_t>>(std::vector<std::int64_t>{});
+    if (!scales || !sizes || scales->empty() == sizes->empty()) return std::nullopt;  // exactly one of them
+    if (!scales->empty()) {
+        if (scales->size() != rank || std::any_of(scales->begin(), scales->end(), [](double v) { return !(v > 0.0); }))
+            return std::nullopt;
+        attributes->set("scales", *scales);
+    } else {
+        if (sizes->size() != rank || std::any_of(sizes->begin(), sizes->end(), [](std::int64_t v) { return v < 0; }))
+            return std::nullopt;
+        attributes->set("sizes", *sizes);
+    }
+    return CoreNodeSpec{OpKind::Resize, {0}, std::move(*attributes)};
+}
+
+/// An Einsum of two operands that is a (batched) matrix product: every letter of the
+/// equation names one axis of each term it is in (no ellipsis, no repeated letter in a
+/// term, none summed over one operand alone), its batch letters in both operands and the
+/// output. Each operand is transposed to (batch, rows, contracted) or (batch, contracted,
+/// columns) and reshaped to three groups, multiplied, then reshaped and transposed into
+/// the output's order.
+inline std::optional<CoreNodeSpec> import_einsum(const ImportContext& c) {
+    const Shape* a = c.shape(0);
+    const Shape* b = c.shape(1);
+    if (c.inputs.size() != 2 || !a || !b || c.node.attribute_size() != 1) return std::nullopt;
+    std::string equation;
+    for (const char ch : attribute_string(c.node, "equation", ""))
+        if (ch != ' ') equation.push_back(ch);
+    const auto comma = equation.find(','), arrow = equation.find("->");
+    if (comma == std::string::npos || arrow == std::string::npos || comma > arrow) return std::nullopt;
+    const std::string ta = equation.substr(0, comma), tb = equation.substr(comma + 1, arrow - comma - 1),
+                      to = equation.substr(arrow + 2);
+    const auto valid = [](const std::string& term, const Shape* shape) {
+        if (shape && static_cast<int>(term.size()) != shape->rank()) return false;
+        for (std::size_t i = 0; i < term.size(); ++i)
+            if (!std::isalpha(static_cast<unsigned char>(term[i])) || term.find(term[i], i + 1) != std::string::npos) return false;
+        return true;
+    };
+    if (!valid(ta, a) || !valid(tb, b) || !valid(to, nullptr)) return std::nullopt;
+    std::string batch, rows, columns, contracted;
+    std::vector<std::int64_t> extent(128, -1);
+    const auto size_of = [&](char letter, const std::string& term, const Shape& shape) {
+        return shape[static_cast<int>(term.find(letter))];
+    };
+    for (const char l : ta + tb + to) {
+        const auto u = static_cast<unsigned char>(l);
+        if (extent[u] != -1) continue;  // seen
+        const bool in_a = ta.find(l) != std::string::npos, in_b = tb.find(l) != std::string::npos,
+                   in_out = to.find(l) != std::string::npos;
+        if (!in_a && !in_b) return std::nullopt;  // an output letter in neither operand
+        extent[u] = in_a ? size_of(l, ta, *a) : size_of(l, tb, *b);
+        if (in_a && in_b && extent[u] != size_of(l, tb, *b)) return std::nullopt;
+        if (in_a && in_b) (in_out ? batch : contracted).push_back(l);
+        else if (!in_out) return std::nullopt;  // summed over one operand alone
+        else (in_a ? rows : columns).push_back(l);
+    }
+    const auto product = [&](const std::string& letters) {
+        std::int64_t p = 1;
+        for (const char l : letters) p *= extent[static_cast<unsigned char>(l)];
+        return p;
+    };
+    const auto dims = [&](const std::string& letters) {
+        std::vector<std::int64_t> out;
+        for (const char l : letters) out.push_back(extent[static_cast<unsigned char>(l)]);
+        return out;
+    };
+    // (transpose of `from` into `to` unless it is the identity, reshape to `shape` unless
+    // it already has it)
+    const auto arrange = [&](const std::string& from, const std::string& to_order, const std::vector<std::int64_t>& shape) {
+        std::vector<CoreNodeSpec> stages;
+        std::vector<std::int64_t> perm;
+        for (const char l : to_order) perm.push_back(static_cast<std::int64_t>(from.find(l)));
+        bool identity = true;
+        for (std::size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<std::int64_t>(i);
+        if (!identity) stages.push_back(CoreNodeSpec{OpKind::Transpose, {0}, Attributes{{"perm", perm}}});
+        if (dims(to_order) != shape) stages.push_back(CoreNodeSpec{OpKind::Reshape, {0}, Attributes{{"shape", shape}}});
+        return stages;
+    };
+    std::vector<std::int64_t> a_shape = dims(batch), b_shape = dims(batch), product_shape = dims(batch);
+    a_shape.insert(a_shape.end(), {product(rows), product(contracted)});
+    b_shape.insert(b_shape.end(), {product(contracted), product(columns)});
+    product_shape.insert(product_shape.end(), {product(rows), product(columns)});
+    if (a_shape.size() > static_cast<std::size_t>(Shape::max_rank)) return std::nullopt;
+    const std::string grouped = batch + rows + columns;
+    CoreNodeSpec spec{OpKind::MatMul, {0, 1}, {}};
+    spec.before = {arrange(ta, batch + rows + contracted, a_shape), arrange(tb, batch + contracted + columns, b_shape)};
+    std::vector<CoreNodeSpec> after;
+    if (dims(grouped) != product_shape) after.push_back(CoreNodeSpec{OpKind::Reshape, {0}, Attributes{{"shape", dims(grouped)}}});
+    for (auto& stage : arrange(grouped, to, dims(to))) after.push_back(std::move(stage));
+    spec.then = std::move(after);
+    return spec;
+}
+
+/// ConvTranspose over NCHW with explicit pads (auto_pad NOTSET) and no output_shape, whose
+/// output padding stays below the stride or dilation (ONNX Runtime's limit).
+inline std::optional<CoreNodeSpec> import_conv_transpose(const ImportContext& c) {
+    constexpr int image_rank = 4;
+    const Shape* x = c.shape(0);
+    const Shape* w = c.shape(1);
+    if (!x || !w || x->rank() != image_rank || w->rank() != image_rank) return std::nullopt;
+    if (attribute_string(c.node, "auto_pad", "NOTSET") != "NOTSET") return std::nullopt;
+    auto attributes = schema_attributes(c, OpKind::ConvTranspose, {"auto_pad"});
+    if (!attributes) return std::nullopt;
+    if (!attributes->has("kernel_shape")) attributes->set("kernel_shape", std::vector<std::int64_t>{(*w)[2], (*w)[3]});
+    try {
+        rlflow::detail::ConvTransposeOp::normalize(*attributes, {}, c.where);
+    } catch (const rlflow::error&) {
+        return std::nullopt;
+    }
+    const auto& strides = attributes->get_ints("strides");
+    const auto& dilations = attributes->get_ints("dilations");
+    const auto& extra = attributes->get_ints("output_padding");
+    for (std::size_t i = 0; i < 2; ++i)
+        if (strides[i] < 1 || dilations[i] < 1 || extra[i] < 0 || extra[i] >= std::max(strides[i], dilations[i]))
+            return std::nullopt;
+    return CoreNodeSpec{OpKind::ConvTranspose, first_inputs(c, 3), std::move(*attributes)};
 }
 
 }  // namespace rlflow::onnx_io::detail

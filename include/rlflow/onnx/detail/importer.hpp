@@ -9,6 +9,7 @@
 #include <rlflow/onnx/detail/inference.hpp>
 #include <rlflow/onnx/detail/node_order.hpp>
 #include <rlflow/onnx/detail/op_mapping.hpp>
+#include <rlflow/onnx/detail/patterns.hpp>
 #include <rlflow/onnx/detail/types.hpp>
 #include <rlflow/onnx/import_options.hpp>
 
@@ -51,6 +52,7 @@ public:
             collect_types(again.model);
         }
         add_graph_outputs();
+        fuse_erf_gelu(m_graph);
         keep_unread_initializers();
         try {
             m_graph.validate();
@@ -396,6 +398,13 @@ inline bool Importer::import_core(const pb::NodeProto& n) {
     for (const std::size_t i : spec->tensor_inputs) inputs.push_back(materialize(operands[i].name, context));
     NodeId id;
     try {
+        for (std::size_t k = 0; k < spec->before.size() && k < inputs.size(); ++k)
+            for (std::size_t j = 0; j < spec->before[k].size(); ++j) {
+                const CoreNodeSpec& stage = spec->before[k][j];
+                const std::string name =
+                    n.name().empty() ? std::string() : n.name() + "/in" + std::to_string(k) + "_" + std::to_string(j + 1);
+                inputs[k] = {m_graph.add_node(stage.op, {inputs[k]}, stage.attributes, name), stage.selected_output.value_or(0)};
+            }
         id = m_graph.add_node(spec->op, std::move(inputs), spec->attributes, n.name());
     } catch (const rlflow::error& e) {
         throw onnx_error(context + ": " + e.what());

@@ -62,6 +62,10 @@ inline constexpr std::array<OnnxMapping, op_kind_count> onnx_mapping{{
     {OpKind::Slice, import_slice, export_slice},
     {OpKind::ReduceSum, import_reduce<OpKind::ReduceSum>, export_reduce},
     {OpKind::ReduceMax, import_reduce<OpKind::ReduceMax>, export_reduce},
+    {OpKind::Gelu, import_gelu, export_gelu},
+    {OpKind::Resize, import_resize, export_resize},
+    {OpKind::InstanceNormalization, import_instance_norm, export_direct},
+    {OpKind::ConvTranspose, import_conv_transpose, export_direct},
     {OpKind::Opaque, nullptr, nullptr},
 }};
 // clang-format on
@@ -83,11 +87,12 @@ struct OnnxAlias {
     std::string_view onnx_name;
     ImportFn import;
 };
-inline constexpr std::array<OnnxAlias, 4> onnx_aliases{{
+inline constexpr std::array<OnnxAlias, 5> onnx_aliases{{
     {"Gather", import_gather},
     {"Dropout", import_dropout},
     {"Squeeze", import_squeeze},
     {"Unsqueeze", import_unsqueeze},
+    {"Einsum", import_einsum},
 }};
 
 /// The import function for an ONNX op_type in the default domain, or nullptr.

@@ -424,6 +424,10 @@ inline constexpr std::array<ExactKernelEntry, op_kind_count> exact_kernel_table{
     {OpKind::Slice, refused_kernel, never_exact},
     {OpKind::ReduceSum, reduce_sum_kernel<false>, always_exact},
     {OpKind::ReduceMax, refused_kernel, never_exact},
+    {OpKind::Gelu, refused_kernel, never_exact},
+    {OpKind::Resize, refused_kernel, never_exact},
+    {OpKind::InstanceNormalization, refused_kernel, never_exact},
+    {OpKind::ConvTranspose, refused_kernel, never_exact},
     {OpKind::Opaque, refused_kernel, never_exact},
 }};
 // clang-format on
