@@ -94,9 +94,10 @@ struct HardSwishFn {
 /// Gelu: the first parameter is 1 for the tanh approximation, 0 for the exact form
 /// (exec's gelu_kernel has the same operations).
 struct GeluFn {
+    static constexpr float root_two = 1.41421356f, root_two_over_pi = 0.7978845608028654f, cubic = 0.044715f;
     __device__ static float apply(float x, float tanh_form, float) {
-        if (tanh_form != 0.0f) return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-        return (x * (erff(x / 1.41421356f) + 1.0f)) * 0.5f;
+        if (tanh_form != 0.0f) return 0.5f * x * (1.0f + tanhf(root_two_over_pi * (x + cubic * x * x * x)));
+        return (x * (erff(x / root_two) + 1.0f)) * 0.5f;
     }
 };
 struct LeakyReluFn {

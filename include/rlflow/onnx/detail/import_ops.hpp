@@ -532,57 +532,74 @@ inline std::optional<CoreNodeSpec> import_resize(const ImportContext& c) {
     return CoreNodeSpec{OpKind::Resize, {0}, std::move(*attributes)};
 }
 
-/// An Einsum of two operands that is a (batched) matrix product: every letter of the
-/// equation names one axis of each term it is in (no ellipsis, no repeated letter in a
-/// term, none summed over one operand alone), its batch letters in both operands and the
-/// output. Each operand is transposed to (batch, rows, contracted) or (batch, contracted,
-/// columns) and reshaped to three groups, multiplied, then reshaped and transposed into
-/// the output's order.
-inline std::optional<CoreNodeSpec> import_einsum(const ImportContext& c) {
-    const Shape* a = c.shape(0);
-    const Shape* b = c.shape(1);
-    if (c.inputs.size() != 2 || !a || !b || c.node.attribute_size() != 1) return std::nullopt;
+/// The letters of a two-operand Einsum equation, in groups: in both operands and the
+/// output (batch), in one operand and the output (rows: the first operand's, columns: the
+/// second's), in both operands only (contracted); with the extent of each letter.
+struct EinsumProduct {
+    std::string a, b, out;
+    std::string batch, rows, columns, contracted;
+    std::vector<std::int64_t> extent = std::vector<std::int64_t>(128, -1);  // by ASCII letter
+
+    [[nodiscard]] std::vector<std::int64_t> dims(const std::string& letters) const {
+        std::vector<std::int64_t> d;
+        for (const char l : letters) d.push_back(extent[static_cast<unsigned char>(l)]);
+        return d;
+    }
+    [[nodiscard]] std::int64_t product(const std::string& letters) const {
+        std::int64_t p = 1;
+        for (const char l : letters) p *= extent[static_cast<unsigned char>(l)];
+        return p;
+    }
+};
+
+/// The groups of an Einsum equation that is a (batched) matrix product of operands of
+/// shapes `a` and `b`: every letter names one axis of each term it is in (no ellipsis, no
+/// letter twice in a term), none is summed over one operand alone, the output is explicit.
+[[nodiscard]] inline std::optional<EinsumProduct> einsum_product(const std::string& text, const Shape& a, const Shape& b) {
     std::string equation;
-    for (const char ch : attribute_string(c.node, "equation", ""))
+    for (const char ch : text)
         if (ch != ' ') equation.push_back(ch);
     const auto comma = equation.find(','), arrow = equation.find("->");
     if (comma == std::string::npos || arrow == std::string::npos || comma > arrow) return std::nullopt;
-    const std::string ta = equation.substr(0, comma), tb = equation.substr(comma + 1, arrow - comma - 1),
-                      to = equation.substr(arrow + 2);
+    EinsumProduct e;
+    e.a = equation.substr(0, comma);
+    e.b = equation.substr(comma + 1, arrow - comma - 1);
+    e.out = equation.substr(arrow + 2);
     const auto valid = [](const std::string& term, const Shape* shape) {
         if (shape && static_cast<int>(term.size()) != shape->rank()) return false;
         for (std::size_t i = 0; i < term.size(); ++i)
             if (!std::isalpha(static_cast<unsigned char>(term[i])) || term.find(term[i], i + 1) != std::string::npos) return false;
         return true;
     };
-    if (!valid(ta, a) || !valid(tb, b) || !valid(to, nullptr)) return std::nullopt;
-    std::string batch, rows, columns, contracted;
-    std::vector<std::int64_t> extent(128, -1);
-    const auto size_of = [&](char letter, const std::string& term, const Shape& shape) {
-        return shape[static_cast<int>(term.find(letter))];
-    };
-    for (const char l : ta + tb + to) {
-        const auto u = static_cast<unsigned char>(l);
-        if (extent[u] != -1) continue;  // seen
-        const bool in_a = ta.find(l) != std::string::npos, in_b = tb.find(l) != std::string::npos,
-                   in_out = to.find(l) != std::string::npos;
+    if (!valid(e.a, &a) || !valid(e.b, &b) || !valid(e.out, nullptr)) return std::nullopt;
+    for (const char l : e.a + e.b + e.out) {
+        auto& extent = e.extent[static_cast<unsigned char>(l)];
+        if (extent != -1) continue;  // seen
+        const auto ia = e.a.find(l), ib = e.b.find(l);
+        const bool in_a = ia != std::string::npos, in_b = ib != std::string::npos, in_out = e.out.find(l) != std::string::npos;
         if (!in_a && !in_b) return std::nullopt;  // an output letter in neither operand
-        extent[u] = in_a ? size_of(l, ta, *a) : size_of(l, tb, *b);
-        if (in_a && in_b && extent[u] != size_of(l, tb, *b)) return std::nullopt;
-        if (in_a && in_b) (in_out ? batch : contracted).push_back(l);
+        extent = in_a ? a[static_cast<int>(ia)] : b[static_cast<int>(ib)];
+        if (in_a && in_b && extent != b[static_cast<int>(ib)]) return std::nullopt;
+        if (in_a && in_b) (in_out ? e.batch : e.contracted).push_back(l);
         else if (!in_out) return std::nullopt;  // summed over one operand alone
-        else (in_a ? rows : columns).push_back(l);
+        else (in_a ? e.rows : e.columns).push_back(l);
     }
-    const auto product = [&](const std::string& letters) {
-        std::int64_t p = 1;
-        for (const char l : letters) p *= extent[static_cast<unsigned char>(l)];
-        return p;
-    };
-    const auto dims = [&](const std::string& letters) {
-        std::vector<std::int64_t> out;
-        for (const char l : letters) out.push_back(extent[static_cast<unsigned char>(l)]);
-        return out;
-    };
+    return e;
+}
+
+/// An Einsum that is a (batched) matrix product (einsum_product): each operand is
+/// transposed to (batch, rows, contracted) or (batch, contracted, columns) and reshaped to
+/// three groups, multiplied, then reshaped and transposed into the output's order.
+inline std::optional<CoreNodeSpec> import_einsum(const ImportContext& c) {
+    const Shape* a = c.shape(0);
+    const Shape* b = c.shape(1);
+    if (c.inputs.size() != 2 || !a || !b || c.node.attribute_size() != 1) return std::nullopt;
+    const auto e = einsum_product(attribute_string(c.node, "equation", ""), *a, *b);
+    if (!e) return std::nullopt;
+    const std::string &ta = e->a, &tb = e->b, &to = e->out, &batch = e->batch, &rows = e->rows, &columns = e->columns,
+                      &contracted = e->contracted;
+    const auto product = [&](const std::string& letters) { return e->product(letters); };
+    const auto dims = [&](const std::string& letters) { return e->dims(letters); };
     // (transpose of `from` into `to` unless it is the identity, reshape to `shape` unless
     // it already has it)
     const auto arrange = [&](const std::string& from, const std::string& to_order, const std::vector<std::int64_t>& shape) {
