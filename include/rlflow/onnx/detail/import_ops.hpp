@@ -508,13 +508,11 @@ inline std::optional<CoreNodeSpec> import_resize(const ImportContext& c) {
                                         {{"exclude_outside", 0}, {"antialias", 0}});
     if (!attributes || attributes->has("scales") || attributes->has("sizes")) return std::nullopt;
     if (attribute_string(c.node, "keep_aspect_ratio_policy", "stretch") != "stretch") return std::nullopt;
-    for (const auto& [name, value] : *attributes) {  // strings outside the core op's choices stay opaque
-        try {
-            Attributes probe{{name, value}};
-            rlflow::detail::ResizeOp::normalize(probe, {}, c.where);
-        } catch (const rlflow::error&) {
-            return std::nullopt;
-        }
+    try {  // modes outside the core op's choices stay opaque
+        Attributes probe = *attributes;
+        rlflow::detail::ResizeOp::normalize(probe, {}, c.where);
+    } catch (const rlflow::error&) {
+        return std::nullopt;
     }
     const auto rank = static_cast<std::size_t>(x->rank());
     const auto scales = c.present(2) ? constant_floats(c, 2) : std::optional<std::vector<double>>(std::vector<double>{});
