@@ -14,6 +14,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 namespace rlflow::detail {
 
@@ -66,15 +67,21 @@ struct ClipOp {
     }
 };
 
+/// The 2-D window attributes Conv and ConvTranspose share: kernel_shape (from the weight's
+/// spatial dims when absent), strides, pads (begin h, begin w, end h, end w), dilations, group.
+inline void normalize_window_2d(Attributes& a, std::span<const TensorType> in, std::string_view where) {
+    if (in.size() >= 2 && in[1].shape.rank() == 4 && !a.has("kernel_shape"))
+        a.set("kernel_shape", std::vector<std::int64_t>{in[1].shape[2], in[1].shape[3]});
+    default_ints(a, "kernel_shape", {0, 0}, where);
+    default_ints(a, "strides", {1, 1}, where);
+    default_ints(a, "pads", {0, 0, 0, 0}, where);
+    default_ints(a, "dilations", {1, 1}, where);
+    default_int(a, "group", 1);
+}
+
 struct ConvOp {
     static void normalize(Attributes& a, std::span<const TensorType> in, std::string_view where) {
-        if (in.size() >= 2 && in[1].shape.rank() == 4 && !a.has("kernel_shape"))
-            a.set("kernel_shape", std::vector<std::int64_t>{in[1].shape[2], in[1].shape[3]});
-        default_ints(a, "kernel_shape", {0, 0}, where);
-        default_ints(a, "strides", {1, 1}, where);
-        default_ints(a, "pads", {0, 0, 0, 0}, where);
-        default_ints(a, "dilations", {1, 1}, where);
-        default_int(a, "group", 1);
+        normalize_window_2d(a, in, where);
         default_int(a, "activation", 0);
     }
     static Infer infer(const OpContext& c) {
@@ -557,14 +564,8 @@ struct InstanceNormOp {
 /// (M); output side s (H - 1) + output_padding + (kh - 1) d + 1 - pads at both ends.
 struct ConvTransposeOp {
     static void normalize(Attributes& a, std::span<const TensorType> in, std::string_view where) {
-        if (in.size() >= 2 && in[1].shape.rank() == 4 && !a.has("kernel_shape"))
-            a.set("kernel_shape", std::vector<std::int64_t>{in[1].shape[2], in[1].shape[3]});
-        default_ints(a, "kernel_shape", {0, 0}, where);
-        default_ints(a, "strides", {1, 1}, where);
-        default_ints(a, "pads", {0, 0, 0, 0}, where);
-        default_ints(a, "dilations", {1, 1}, where);
+        normalize_window_2d(a, in, where);
         default_ints(a, "output_padding", {0, 0}, where);
-        default_int(a, "group", 1);
     }
     static Infer infer(const OpContext& c) {
         const Shape& x = c.in(0);
@@ -631,9 +632,14 @@ struct ResizeOp {
         if (std::find(std::begin(choices), std::end(choices), value) == std::end(choices))
             throw shape_error(std::string(where) + ": Resize " + std::string(name) + " '" + value + "' is not supported");
     }
-    /// The output length of an axis of length `dim` scaled by `scale` (float32, truncated).
-    [[nodiscard]] static std::int64_t scaled_length(std::int64_t dim, double scale) noexcept {
-        return static_cast<std::int64_t>(static_cast<float>(scale) * static_cast<float>(dim));
+    /// The output length of an axis of length `dim` scaled by `scale` (float32, truncated);
+    /// nullopt when it is no length at all (a scale past float32, or a product past int64).
+    [[nodiscard]] static std::optional<std::int64_t> scaled_length(std::int64_t dim, double scale) noexcept {
+        if (!(scale <= std::numeric_limits<float>::max())) return std::nullopt;
+        const float length = static_cast<float>(scale) * static_cast<float>(dim);
+        constexpr float int64_limit = 9.2e18f;  // below 2^63
+        if (!(length < int64_limit)) return std::nullopt;
+        return static_cast<std::int64_t>(length);
     }
     static void normalize(Attributes& a, std::span<const TensorType> in, std::string_view where) {
         default_choice(a, "mode", modes, where);
@@ -646,11 +652,20 @@ struct ResizeOp {
         if (!a.has("scales") && !a.has("sizes")) throw shape_error(std::string(where) + ": Resize needs scales or sizes");
         if (a.has("scales")) {
             const auto& scales = a.get<std::vector<double>>("scales");
-            if (scales.size() != rank || std::any_of(scales.begin(), scales.end(), [](double s) { return !(s > 0.0); }))
-                throw shape_error(std::string(where) + ": Resize needs one positive scale per axis of " + x.to_string());
+            // Scales are float32 in ONNX: one past its range came from a damaged file.
+            if (scales.size() != rank || std::any_of(scales.begin(), scales.end(), [](double s) {
+                    return !(s > 0.0 && s <= std::numeric_limits<float>::max());
+                }))
+                throw shape_error(std::string(where) + ": Resize needs one positive float32 scale per axis of " + x.to_string());
             if (!a.has("sizes")) {
                 std::vector<std::int64_t> sizes;
-                for (std::size_t d = 0; d < rank; ++d) sizes.push_back(scaled_length(x[static_cast<int>(d)], scales[d]));
+                for (std::size_t d = 0; d < rank; ++d) {
+                    const auto length = scaled_length(x[static_cast<int>(d)], scales[d]);
+                    if (!length)
+                        throw shape_error(std::string(where) + ": Resize scale " + std::to_string(scales[d]) + " of axis "
+                                          + std::to_string(d) + " of " + x.to_string() + " gives no representable length");
+                    sizes.push_back(*length);
+                }
                 a.set("sizes", sizes);
             }
         }

@@ -36,19 +36,22 @@ struct ConvGeometry {
     }
 };
 
-[[nodiscard]] inline ConvGeometry conv_geometry(const KernelArgs& args) {
-    const Shape& x = args.inputs[0].shape;
-    const Shape& y = args.outputs[0].shape;
+/// The Conv2D from NCHW shape `x` to NCHW shape `y` under the node's window attributes.
+[[nodiscard]] inline ConvGeometry conv_geometry(const Attributes& attributes, const Shape& x, const Shape& y) {
     ConvGeometry g;
-    g.axes = window_axes(args.node.attributes, x, y);
+    g.axes = window_axes(attributes, x, y);
     g.batch = x[0];
-    g.group = args.node.attributes.get_int("group", 1);
+    g.group = attributes.get_int("group", 1);
     g.channels = x[1] / g.group;
     g.filters = y[1] / g.group;
     g.patch = g.channels * g.axes[0].kernel * g.axes[1].kernel;
     g.input_pixels = x[2] * x[3];
     g.output_pixels = y[2] * y[3];
     return g;
+}
+
+[[nodiscard]] inline ConvGeometry conv_geometry(const KernelArgs& args) {
+    return conv_geometry(args.node.attributes, args.inputs[0].shape, args.outputs[0].shape);
 }
 
 /// One im2col row: tap (kh, kw) of one input plane, for every output pixel; taps that
@@ -134,15 +137,8 @@ inline void col2im_row(const float* row, const ConvGeometry& g, std::int64_t kh,
 inline void conv_transpose_kernel(const KernelArgs& args) {
     const Shape& x = args.inputs[0].shape;
     const Shape& y = args.outputs[0].shape;
-    ConvGeometry g;
-    g.axes = window_axes(args.node.attributes, y, x);
-    g.batch = x[0];
-    g.group = args.node.attributes.get_int("group", 1);
-    g.channels = y[1] / g.group;
-    g.filters = x[1] / g.group;
-    g.patch = g.channels * g.axes[0].kernel * g.axes[1].kernel;
-    g.input_pixels = y[2] * y[3];
-    g.output_pixels = x[2] * x[3];
+    // The convolution it is the adjoint of runs from the output's shape to the input's.
+    const ConvGeometry g = conv_geometry(args.node.attributes, y, x);
     const float* in = args.inputs[0].data.data();
     const float* w = args.inputs[1].data.data();
     float* out = args.outputs[0].data.data();
