@@ -4,7 +4,9 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -538,4 +540,89 @@ TEST_CASE("costs record writes a price table that optimize and train price from,
     CHECK(bad.output.find("version 99") != std::string::npos);
     CHECK_FALSE(std::filesystem::exists(dir.file("x.onnx")));
     CHECK(run_cli("optimize zoo:squeezenet1_1 --guard none --cost table:" + dir.file("none.json") + " -o " + dir.file("x.onnx")).exit_code == 2);
+}
+
+TEST_CASE("rules measure applies one family alone, verifies it, times it against the input beside a copy and writes a ledger") {
+    if (!ort_installed()) return;
+    const ScratchDir dir("rlflow_cli_rules_measure");
+    const std::string ledger = dir.file("ledger.json");
+    const std::string model = std::string(RLFLOW_SOURCE_DIR) + "/tests/data/resnet18_op17.onnx";
+    // resnet18 has three pairs of sibling convolutions a merge with an enlarged kernel takes.
+    const Result r = run_cli("rules measure " + model + " -o " + ledger + " --rules builtin --family merge_conv_enlarge_pair_bias"
+                             + " --rounds 5 --noise-limit 0.5");
+    REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+    CHECK(r.output.find("target: ort-cpu (ONNX Runtime, level all, ") != std::string::npos);
+    std::ifstream in(ledger);
+    const auto j = nlohmann::json::parse(in);
+    CHECK(j["target"] == "ort-cpu");
+    CHECK(j["rounds"] == 5);
+    REQUIRE(j["models"].size() == 1);
+    const auto& m = j["models"][0];
+    CHECK(m["model"] == model);
+    CHECK(m["families_matching"] == 1);  // --family keeps the others out
+    // The family is timed against the input as rlflow writes it; the file given, apart.
+    CHECK(m["original_over_written"]["ratio"].get<double>() > 0);
+    REQUIRE_FALSE(m["noise_ratios"].empty());
+    for (const auto& noise : m["noise_ratios"]) CHECK(noise.get<double>() > 0);
+    // Applied at every place it matches, and by the searches of the price models that
+    // take it; each written form is timed once.
+    REQUIRE_FALSE(m["results"].empty());
+    const auto& everywhere = m["results"][0];
+    CHECK(everywhere["family"] == "merge_conv_enlarge_pair_bias");
+    CHECK(everywhere["how"] == "everywhere");
+    CHECK(everywhere["matches"] == 3);
+    CHECK(everywhere["applied"]["merge_conv_enlarge_pair_bias"] == 3);
+    // Verified equal to the input before it was timed (a weight-free export's random
+    // parameters give activations of any scale, so the check is relative).
+    CHECK(std::isfinite(everywhere["max_abs_diff"].get<double>()));
+    REQUIRE(everywhere.contains("screen"));
+    CHECK(everywhere["screen"]["ratio"].get<double>() > 0);
+    CHECK(everywhere["screen"]["input_ms"].get<double>() > 0);
+    CHECK(everywhere["screen"]["rounds"].get<int>() <= 5);
+    // "pays" needs a second comparison that confirms it.
+    if (everywhere["pays"].get<bool>()) CHECK(everywhere.contains("confirm"));
+    for (const auto& result : m["results"])
+        if (result["how"] != "everywhere") CHECK(result["how"].get<std::string>().rfind("priced:", 0) == 0);
+    REQUIRE(j["families"].size() == 1);
+    CHECK(j["families"][0]["family"] == "merge_conv_enlarge_pair_bias");
+    CHECK(j["families"][0]["models"] == nlohmann::json({"resnet18_op17"}));
+}
+
+TEST_CASE("rules measure refuses a missing model with exit code 2 and writes no ledger") {
+    const ScratchDir dir("rlflow_cli_rules_measure_bad");
+    const std::string ledger = dir.file("ledger.json");
+    const Result r = run_cli("rules measure " + dir.file("missing.onnx") + " -o " + ledger + " --rules builtin");
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("missing.onnx") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(ledger));
+}
+
+TEST_CASE("optimize for ort-cpu also times the input with its grouped convolutions widened to ONNX Runtime's NCHWc block") {
+    if (!ort_installed()) return;
+    const ScratchDir dir("rlflow_cli_nchwc_groups");
+    const std::string report = dir.file("report.json");
+    // zoo:resnext50 (32 groups of 4 to 32 channels): its first stages' groups are narrower
+    // than any NCHWc block. Only this proposer, so that the guard times its candidate.
+    const Result r = run_cli("optimize zoo:resnext50 -o " + dir.file("out.onnx") + " --budget 5 --guard-rounds 5 --propose nchwc-groups"
+                             + " --cost analytic --report " + report);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+    std::ifstream in(report);
+    const auto j = nlohmann::json::parse(in);
+    const int block = j["nchwc_block"].get<int>();
+    if (block == 0) {
+        MESSAGE("skipped: ONNX Runtime lays nothing out in NCHWc blocks on this CPU (no AVX2)");
+        return;
+    }
+    const std::string name = "nchwc-groups:" + std::to_string(block);
+    const auto& proposers = j["proposers"];
+    const auto it = std::find_if(proposers.begin(), proposers.end(), [&](const auto& p) { return p["model"] == name; });
+    REQUIRE(it != proposers.end());
+    CHECK((*it)["candidates"] == 1);
+    // Each merge halves a conv's groups: stage 1 (4 channels a group) needs two merges to
+    // reach a block of 8, three for 16; stage 2 (8) one or two. Both rules count.
+    bool timed = false;
+    for (const auto& c : j["guard"]["candidates"])
+        for (const auto& p : c["proposed_by"]) timed = timed || p == name;
+    CHECK(timed);
+    if (j["proposed_by"] == nlohmann::json({name})) CHECK(j["rewrites"].contains("merge_group_conv_bias"));
 }

@@ -10,6 +10,7 @@
 
 #include "command_info.hpp"
 #include "model_source.hpp"
+#include "nchwc_groups.hpp"
 #include "optimize_guard.hpp"
 #include "output_paths.hpp"
 #include "progress.hpp"
@@ -31,7 +32,9 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -631,6 +634,7 @@ inline std::vector<CostChoice> other_price_models(const OptimizeOptions& o, cons
     std::vector<CostChoice> out;
     bool none = false;
     for (const std::string& name : o.propose) {
+        if (name == nchwc_groups_proposer) continue;  // not a price model (propose_nchwc_groups)
         if (name == "none") {
             none = true;
             continue;
@@ -701,6 +705,35 @@ inline std::vector<Outcome> take_in_turn(std::vector<Outcome> candidates, std::s
         if (!any) break;
     }
     return out;
+}
+
+/// Whether the guard also times the input with its grouped convolutions widened to ONNX
+/// Runtime's NCHWc block (nchwc_groups.hpp): for an ort-cpu target whose guard times in
+/// ONNX Runtime, with --propose auto or nchwc-groups.
+inline bool proposes_nchwc_groups(const OptimizeOptions& o, const GuardSettings& guard, const cost::Target& target) {
+    const auto named = [&](const char* name) { return std::find(o.propose.begin(), o.propose.end(), name) != o.propose.end(); };
+    return target.kind == cost::TargetKind::ort_cpu && guard.mode == "ort" && !named("none")
+           && (named("auto") || named(nchwc_groups_proposer)) && o.search != "mf" && o.search != "mb";
+}
+
+/// Adds `original` with its grouped convolutions widened to the NCHWc block as a candidate,
+/// when there is any to widen; priced by `model` for the report.
+template <cost::CostBackend Backend>
+void propose_nchwc_groups(const Graph& original, cost::CostModel<Backend>& model, std::vector<Outcome>& candidates,
+                          std::vector<Proposal>& proposals) {
+    const std::int64_t block = ort_nchwc_block();
+    const auto start = std::chrono::steady_clock::now();
+    auto [widened, applied] = widen_groups(original, block);
+    if (applied.empty()) return;
+    widened.remove_dead_nodes();
+    (void)exec::fold_weight_only(widened);
+    const std::string name = std::string(nchwc_groups_proposer) + ":" + std::to_string(block);
+    std::vector<std::string> sequence;
+    for (const auto& [rule, count] : applied) sequence.insert(sequence.end(), count, rule);
+    const double cost = model.graph_cost(widened);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    proposals.push_back({name, 1, cost, model.graph_cost(original), seconds, search::StopReason::converged});
+    candidates.push_back({std::move(widened), cost, applied, std::move(sequence), false, {name}});
 }
 
 /// Searches under each of `choices` and adds their cheapest graphs to `candidates`, priced
@@ -776,6 +809,7 @@ OptimizedModel optimize_graph(const OptimizeOptions& o, const Graph& original, c
     save_cost_cache(model, cache, !o.cost_cache.empty());
     std::vector<Outcome> candidates = candidate_outcomes(result, model.name());
     std::vector<Proposal> proposals{{model.name(), candidates.size(), result.best_cost_ms, result.initial_cost_ms, result.seconds, result.reason}};
+    if (proposes_nchwc_groups(o, guard, target)) propose_nchwc_groups(original, model, candidates, proposals);
     const std::vector<Proposal> more = propose_more(o, original, target, rules, others, keep, model, candidates);
     proposals.insert(proposals.end(), more.begin(), more.end());
     if (guard.mode != "none") candidates = take_in_turn(distinct_candidates(original, std::move(candidates), o), guard.candidates);
@@ -789,6 +823,9 @@ OptimizedModel optimize_graph(const OptimizeOptions& o, const Graph& original, c
     nlohmann::json report = optimize_report(o, target, model.name(), original, result, written, check, eqsat);
     add_guard_report(report, guarded, guard, timed);
     report["proposers"] = proposals_json(proposals);
+    // The NCHWc block ONNX Runtime uses here, which decides which grouped convolutions
+    // nchwc-groups widens (0: ORT lays nothing out in blocks on this CPU).
+    if (target.kind == cost::TargetKind::ort_cpu) report["nchwc_block"] = ort_nchwc_block();
     if constexpr (std::is_same_v<Backend, cost::TableBackend>) {
         // How much of the price was measured: signatures found in the table, and those its
         // fitted roofline estimated.
@@ -894,8 +931,9 @@ inline void add_optimize_command(CLI::App& app) {
     add_target_flags(*cmd, o->where);
     cmd->add_option("--propose", o->propose,
                     "price models whose cheapest graphs the guard times besides the target's, the fastest measured being "
-                    "written: auto (analytic:cpu and analytic:v100 for an ort-cpu target), none, or a list of cpu, ort, "
-                    "cudnn and analytic:PRESET")
+                    "written: auto (analytic:cpu and analytic:v100, and nchwc-groups, for an ort-cpu target), none, or a list "
+                    "of cpu, ort, cudnn, analytic:PRESET and nchwc-groups (grouped convolutions widened to ONNX Runtime's "
+                    "NCHWc block)")
         ->delimiter(',')->capture_default_str();
     cmd->add_option("--guard", o->guard,
                     "time the input and the best candidates whole and write a candidate only if it is faster: auto (ONNX "

@@ -7,6 +7,7 @@
 #include "command_info.hpp"
 #include "command_optimize.hpp"
 #include "command_rules.hpp"
+#include "command_rules_measure.hpp"
 #include "command_run.hpp"
 #include "command_train.hpp"
 #include "command_zoo.hpp"
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
     rlflow::cli::add_train_command(app);
     rlflow::cli::add_eval_command(app);
     rlflow::cli::add_rules_command(app);
+    rlflow::cli::add_measure_command(*app.get_subcommand("rules"));
     rlflow::cli::add_costs_command(app);
     try {
         app.parse(argc, argv);
