@@ -46,7 +46,7 @@ CALIBRATION_MODELS = ["mobilenet_v2", "shufflenet_v2_x1_0", "efficientnet_b0", "
 # Models whose exports compute shapes at run time (windowed attention, a mask from the
 # input's length) and use the ops of modern exports: tools/real_models.py checks that rlflow
 # folds and understands them.
-MODERN_MODELS = ["swin_t", "mobilenet_v3_large", "masked_transformer"]
+MODERN_MODELS = ["swin_t", "mobilenet_v3_large", "masked_transformer", "padded_transformer"]
 UNSEEN_MODELS = ["regnet_x_400mf", "regnet_y_800mf", "mobilenet_v3_large", "mnasnet1_0", "densenet121", "googlenet",
                  "squeezenet1_0", "shufflenet_v2_x0_5", "swin_t", "resnext101_32x8d", "wide_resnet50_2", "efficientnet_b1"]
 OPSETS = [13, 17]
@@ -75,6 +75,15 @@ def randomize_layers(torch, layers):
                     p.uniform_(-0.05, 0.05)
 
 
+def masked_layers(torch):
+    """The layers of the masked encoders, each with its own random weights."""
+    layer = torch.nn.TransformerEncoderLayer(d_model=MASKED_D_MODEL, nhead=MASKED_NHEAD,
+                                             dim_feedforward=4 * MASKED_D_MODEL, dropout=0.0, batch_first=True)
+    encoder = torch.nn.TransformerEncoder(layer, num_layers=MASKED_LAYERS, enable_nested_tensor=False)
+    randomize_layers(torch, encoder.layers)
+    return encoder
+
+
 def MaskedEncoder(torch):
     """A torch.nn.TransformerEncoder whose causal attention mask is built from the input's
     shape on every call (Shape, Range, comparisons and Where in the export), as a decoder-only
@@ -83,11 +92,7 @@ def MaskedEncoder(torch):
     class Encoder(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            layer = torch.nn.TransformerEncoderLayer(d_model=MASKED_D_MODEL, nhead=MASKED_NHEAD,
-                                                     dim_feedforward=4 * MASKED_D_MODEL, dropout=0.0,
-                                                     batch_first=True)
-            self.encoder = torch.nn.TransformerEncoder(layer, num_layers=MASKED_LAYERS, enable_nested_tensor=False)
-            randomize_layers(torch, self.encoder.layers)
+            self.encoder = masked_layers(torch)
 
         def forward(self, x):
             length = x.size(1)
@@ -95,6 +100,32 @@ def MaskedEncoder(torch):
             future = position.unsqueeze(0) > position.unsqueeze(1)
             mask = torch.zeros(length, length, device=x.device).masked_fill(future, float("-inf"))
             return self.encoder(x, mask=mask)
+
+    return Encoder()
+
+
+# The padded encoder: token ids in, a padding mask computed from them.
+PADDED_VOCAB = 1000
+
+
+def PaddedEncoder(torch):
+    """An encoder over int64 token ids, as a text model's export runs on data: an embedding
+    lookup (Gather on the ids), a padding mask where an id is 0 (Equal on the ids), cast to
+    an additive mask over the heads (Cast, Where), then the masked encoder's layers. The
+    mask is computed from the input's values, so nothing about it folds."""
+
+    class Encoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embedding = torch.nn.Embedding(PADDED_VOCAB, MASKED_D_MODEL)
+            self.encoder = masked_layers(torch)
+
+        def forward(self, ids):
+            padding = ids == 0
+            additive = torch.zeros(ids.shape, device=ids.device).masked_fill(padding, float("-inf"))
+            heads = additive[:, None, None, :].expand(-1, MASKED_NHEAD, ids.size(1), -1)
+            mask = heads.reshape(-1, ids.size(1), ids.size(1))
+            return self.encoder(self.embedding(ids), mask=mask)
 
     return Encoder()
 
@@ -149,6 +180,10 @@ def build(name, seed):
     elif name == "masked_transformer":
         model = MaskedEncoder(torch)
         example = torch.randn(1, MASKED_SEQ_LEN, MASKED_D_MODEL)
+    elif name == "padded_transformer":
+        model = PaddedEncoder(torch)
+        example = torch.randint(1, PADDED_VOCAB, (1, MASKED_SEQ_LEN))
+        example[0, -MASKED_SEQ_LEN // 4:] = 0  # a padded tail
     elif name == "inception_v3":
         model = torchvision.models.inception_v3(weights=None, aux_logits=False, init_weights=False)
         example = torch.randn(1, 3, 299, 299)
@@ -174,7 +209,7 @@ def build(name, seed):
                 m.weight.uniform_(0.8, 1.2)
                 m.bias.uniform_(-0.1, 0.1)
             elif isinstance(m, (torch.nn.Conv2d, torch.nn.Linear)) and m.bias is not None \
-                    and name not in ("transformer", "masked_transformer"):
+                    and name not in ("transformer", "masked_transformer", "padded_transformer"):
                 m.bias.uniform_(-0.05, 0.05)
     model.eval()
     return model, example

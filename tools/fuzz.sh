@@ -4,7 +4,7 @@
 #
 #   bash tools/fuzz.sh TARGET|all SECONDS [BUILD_DIR]
 #
-# Targets (tests/fuzz/targets.hpp): onnx_import, onnx_import_nofold, onnx_roundtrip,
+# Targets (tests/fuzz/targets.hpp): onnx_import, onnx_import_nofold, onnx_roundtrip, onnx_run,
 # rule_text, rule_binary, checkpoint, cost_cache, tensor_pb.
 #
 # Builds BUILD_DIR (default: build-fuzz) with clang and RLFLOW_FUZZ=ON; seeds each target's
@@ -26,7 +26,7 @@ seconds=${2:?usage: tools/fuzz.sh TARGET|all SECONDS [BUILD_DIR]}
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(realpath -m "${3:-$root/build-fuzz}")
 regular=$(realpath -m "${BUILD:-$root/build}")
-all=(onnx_import onnx_import_nofold onnx_roundtrip rule_text rule_binary checkpoint cost_cache tensor_pb)
+all=(onnx_import onnx_import_nofold onnx_roundtrip onnx_run rule_text rule_binary checkpoint cost_cache tensor_pb)
 if [ "$what" = all ]; then targets=("${all[@]}"); else targets=("$what"); fi
 for t in "${targets[@]}"; do
   [[ " ${all[*]} " == *" $t "* ]] || { echo "fuzz: unknown target '$t' (${all[*]})" >&2; exit 2; }
@@ -69,6 +69,7 @@ mapfile -t models < <(small_models)
 seed onnx_import "${models[@]}"
 seed onnx_import_nofold "${models[@]}"
 seed onnx_roundtrip "${models[@]}"
+seed onnx_run "${models[@]}"
 seed rule_text "$root"/tests/data/rules/*.rules
 seed rule_binary "$seeds/rules.pb"
 seed checkpoint "$seeds/agent/weights.ckpt"

@@ -74,6 +74,45 @@ def gelu_erf_pattern():
     return m
 
 
+def typed_mask():
+    """The typed ops as a transformer export uses them on data, after the scaling Mul: a
+    padding mask from int64 token ids (compare.js draws them 0 or 1), values outside
+    [-0.5, 0.5] found by Less/Greater/Or/Not, both masks joined by And and applied by Where;
+    the ids cast to float and expanded over a new leading axis, the scaled values cast
+    (truncated) to int64, and an embedding table gathered by the ids."""
+    ids_shape, x_shape = [2, 4], [2, 3, 4]
+    inits = [numpy_helper.from_array(np.array(v, dtype=dt), n) for v, dt, n in [
+        (4.0, np.float32, "four"), (0, np.int64, "zero"), ([1], np.int64, "axes"), (0.5, np.float32, "half"),
+        (-0.5, np.float32, "minus_half"), (-1e9, np.float32, "low"), ([3, 2, 4], np.int64, "expand_to")]]
+    inits.append(numpy_helper.from_array(np.linspace(-1, 1, 15, dtype=np.float32).reshape(5, 3), "table"))
+    nodes = [
+        helper.make_node("Mul", ["x", "four"], ["scaled"], name="scale"),
+        helper.make_node("Equal", ["ids", "zero"], ["pad"], name="pad"),
+        helper.make_node("Unsqueeze", ["pad", "axes"], ["mask"], name="mask"),
+        helper.make_node("Greater", ["scaled", "half"], ["big"], name="big"),
+        helper.make_node("Less", ["scaled", "minus_half"], ["small"], name="small"),
+        helper.make_node("Or", ["big", "small"], ["outside"], name="outside"),
+        helper.make_node("Not", ["outside"], ["inside"], name="inside"),
+        helper.make_node("And", ["mask", "inside"], ["hidden"], name="hidden"),
+        helper.make_node("Where", ["hidden", "low", "scaled"], ["y"], name="where"),
+        helper.make_node("Cast", ["ids"], ["ids_float"], name="ids_float", to=TensorProto.FLOAT),
+        helper.make_node("Expand", ["ids_float", "expand_to"], ["ids_expanded"], name="expand"),
+        helper.make_node("Cast", ["scaled"], ["truncated"], name="truncate", to=TensorProto.INT64),
+        helper.make_node("Gather", ["table", "ids"], ["embedded"], name="embed"),
+    ]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, x_shape),
+               helper.make_tensor_value_info("ids_expanded", TensorProto.FLOAT, [3, 2, 4]),
+               helper.make_tensor_value_info("truncated", TensorProto.INT64, x_shape),
+               helper.make_tensor_value_info("embedded", TensorProto.FLOAT, ids_shape + [3])]
+    graph = helper.make_graph(nodes, "typed_mask", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape),
+                                                    helper.make_tensor_value_info("ids", TensorProto.INT64, ids_shape)],
+                              outputs, inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], producer_name="rlflow-op-cases")
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
 def cases():
     x4 = [2, 8, 6, 5]  # N, H, W, C as Swin's PatchMerging slices it
     return {
@@ -146,6 +185,12 @@ def cases():
         "gelu_erf_pattern": gelu_erf_pattern(),
         "gelu_opset20": model("gelu", 20, [3, 11], [3, 11], "Gelu"),
         "gelu_tanh_opset20": model("gelu", 20, [3, 11], [3, 11], "Gelu", {"approximate": "tanh"}),
+        "typed_mask": typed_mask(),
+        # indices out of order, repeated and negative: a core Gather, not a slice
+        "gather_scattered": model("gather", 14, [3, 5, 2], [3, 2, 2, 2], "Gather", {"axis": 1},
+                                  constants=[np.array([[4, 0], [-1, 4]], dtype=np.int64)]),
+        # float data repeated over a new leading axis and along a size-1 one
+        "expand_broadcast": model("expand", 14, [4, 1], [2, 4, 3], "Expand", constants=[[2, 1, 3]]),
     }
 
 

@@ -4,8 +4,9 @@
     /usr/bin/python3 tools/real_models.py --build build [--work DIR] [--models NAME...]
 
 For every model (default: tools/export_models.py's MODERN_MODELS: a windowed-attention
-vision transformer, MobileNet-V3 and a transformer encoder whose causal mask is computed
-from the input's length), exported at opset 17 with seeded random weights:
+vision transformer, MobileNet-V3, a transformer encoder whose causal mask is computed
+from the input's length, and one over int64 token ids whose padding mask is computed from
+their values), exported at opset 17 with seeded random weights:
   1. `rlflow info --json`: the opaque nodes left, by type and reason, and the FLOPs, which
      must be within 2% of a count made with PyTorch (its profiler, and hooks for the
      activations and pools the profiler leaves out: export_models.count_flops);

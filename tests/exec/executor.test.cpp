@@ -121,13 +121,18 @@ TEST_CASE("executor refuses inputs of the wrong shape or count, naming the input
                          doctest::Contains("the graph has 1 inputs, got 0 tensors"), rlflow::precondition_error);
 }
 
-TEST_CASE("executor refuses tensors that are not float32") {
+TEST_CASE("executor refuses float ops on int tensors, and dtypes it does not hold, before anything runs") {
     Graph g;
     const auto x = g.add_input("ids", {DType::Int64, {4}});
     g.add_output({g.add_node(OpKind::Relu, {{x, 0}}, {}, "relu"), 0});
     const std::vector<Tensor> inputs{Tensor(TensorType{DType::Int64, {4}})};
-    CHECK_THROWS_WITH_AS(Executor{}.run(g, inputs), doctest::Contains("Input node 'ids' (#0): output 0 is int64(4,)"),
+    CHECK_THROWS_WITH_AS(Executor{}.run(g, inputs), doctest::Contains("Relu node 'relu' (#1): output 0 is int64(4,)"),
                          rlflow::precondition_error);
+    Graph half;
+    const auto h = half.add_input("h", {DType::Float16, {4}});
+    half.add_output({h, 0});
+    CHECK_THROWS_WITH_AS(Executor{}.run(half, std::vector<Tensor>{Tensor(TensorType{DType::Float16, {4}})}),
+                         doctest::Contains("Input node 'h' (#0): output 0 is float16(4,)"), rlflow::precondition_error);
 }
 
 TEST_CASE("a tensor listed as several graph outputs, or a graph input as output, comes back each time") {

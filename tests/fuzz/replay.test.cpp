@@ -65,7 +65,7 @@ TEST_CASE("the regression corpus of every fuzz target is read or refused with rl
             ++replayed;
         }
     }
-    CHECK(rlflow::fuzz::targets().size() == 8);
+    CHECK(rlflow::fuzz::targets().size() == 9);
     if (replayed == 0) MESSAGE("skipped: the regression corpus (tests/fuzz/corpus/TARGET/) is empty");
 }
 
@@ -78,6 +78,13 @@ TEST_CASE("models cut short or with a byte changed are imported, exported and im
     }
     // The intact model is read: its round trip keeps its promise.
     CHECK(run("onnx_roundtrip", model) == 0);
+}
+
+TEST_CASE("a model of typed ops cut short or with a byte changed runs, or is refused with one of rlflow's errors") {
+    const std::string model = read_bytes(source_dir / "tests/data/ops/typed_mask.onnx");
+    REQUIRE(model.size() > 100);
+    CHECK(damage("onnx_run", model, 64, 128) == 65 + 128);
+    CHECK(run("onnx_run", model) == 0);
 }
 
 TEST_CASE("rule files cut short or with a byte changed are parsed or refused, and what parses prints and parses again") {

@@ -7,12 +7,17 @@
 //
 // Beyond not crashing, the targets check what a reader promises:
 // - an imported model exports, and the export imports again;
+// - an imported model of core ops runs, or refuses to with one of rlflow's errors;
 // - rule text that parses prints (to_text) as text that parses to the same rules;
 // - binary rules that load serialize back to bytes that load to the same rules.
 
 #include <rlflow/core/error.hpp>
+#include <rlflow/core/memory.hpp>
+#include <rlflow/core/statistics.hpp>
 #include <rlflow/cost/analytic.hpp>
 #include <rlflow/cost/cost_model.hpp>
+#include <rlflow/exec/executor.hpp>
+#include <rlflow/exec/random.hpp>
 #include <rlflow/nn/serialize.hpp>
 #include <rlflow/onnx/export.hpp>
 #include <rlflow/onnx/import.hpp>
@@ -76,6 +81,24 @@ inline int onnx_roundtrip(const std::uint8_t* data, std::size_t size) {
     });
 }
 
+/// The largest activation memory a model may need for onnx_run to run it.
+inline constexpr std::int64_t run_memory_limit_bytes = std::int64_t{64} << 20;
+
+/// ONNX import, then, where every node is a core op and the run fits in
+/// run_memory_limit_bytes, the reference executor on seeded random inputs (the typed
+/// ops' kernels: indices, masks and casts from the file).
+inline int onnx_run(const std::uint8_t* data, std::size_t size) {
+    return guarded([&] {
+        const onnx_io::pb::ModelProto model = onnx_io::parse_model(bytes_of(data, size), "fuzz.onnx");
+        Graph g = onnx_io::import_model(model, {}, "fuzz.onnx");
+        if (graph_statistics(g).opaque_nodes > 0) return;
+        const MemoryProfile memory = memory_profile(g);
+        if (memory.peak_activation_bytes + memory.weight_bytes > run_memory_limit_bytes) return;
+        exec::fill_random_weights(g, 1);
+        static_cast<void>(exec::Executor{}.run(g, exec::random_inputs(g, 2)));
+    });
+}
+
 /// The rule text parser; what parses prints as text that parses to the same rules.
 inline int rule_text(const std::uint8_t* data, std::size_t size) {
     return guarded([&] {
@@ -135,6 +158,7 @@ inline const std::vector<Target>& targets() {
         {"onnx_import", [](const std::uint8_t* d, std::size_t n) { return onnx_import(d, n, true); }},
         {"onnx_import_nofold", [](const std::uint8_t* d, std::size_t n) { return onnx_import(d, n, false); }},
         {"onnx_roundtrip", onnx_roundtrip},
+        {"onnx_run", onnx_run},
         {"rule_text", rule_text},
         {"rule_binary", rule_binary},
         {"checkpoint", checkpoint},

@@ -40,9 +40,9 @@ struct Tally {
 std::string unsupported_reason(const Graph& g) {
     for (const Node& n : g.nodes()) {
         if (n.op == OpKind::Opaque) return "opaque op " + n.op_type;
-        if (n.op == OpKind::Input && n.outputs[0].type.dtype != DType::Float32) return "non-float input";
-        const bool source = n.traits().has(op_flag_source);
-        if (!source && n.outputs[0].type.dtype != DType::Float32) return "non-float op";
+        const DType dtype = n.outputs[0].type.dtype;
+        if (n.op == OpKind::Input && !is_executable_dtype(dtype)) return "input of a dtype the executor does not hold";
+        if (!holds_dtype(n.op, dtype)) return std::string(n.op_label()) + " on " + std::string(dtype_name(dtype));
     }
     return {};
 }

@@ -215,13 +215,22 @@ TEST_CASE("a Gather of one index of a static tensor is a Split part and a Reshap
     CHECK(values.back() == 23);
 }
 
-TEST_CASE("a Gather of indices out of order, out of range or on a tensor the importer cannot see stays opaque") {
-    for (const auto& indices : {std::vector<std::int64_t>{2, 1}, std::vector<std::int64_t>{0, 2}, std::vector<std::int64_t>{3}}) {
+TEST_CASE("a Gather of constant indices out of order is a core Gather; out of range it stays opaque") {
+    // x[2, 3] = [[0, 1, 2], [3, 4, 5]] along axis 1.
+    const std::vector<std::pair<std::vector<std::int64_t>, std::vector<float>>> cases{
+        {{2, 1}, {2, 1, 5, 4}}, {{0, 2}, {0, 2, 3, 5}}, {{-1, -1}, {2, 2, 5, 5}}};
+    for (const auto& [indices, expected] : cases) {
         OneNodeModel m(13, "Gather", {2, 3});
-        m.constant_input("i", ints(indices)).attribute("axis", std::int64_t{1}).output("y", {2, 1});
+        m.constant_input("i", ints(indices)).attribute("axis", std::int64_t{1}).output("y", {2, 2});
         CAPTURE(indices.front());
-        CHECK(imported_node(onnx_io::import_model(m.model, {}, "gather.onnx")).op == OpKind::Opaque);
+        const Graph g = onnx_io::import_model(m.model, {}, "gather.onnx");
+        CHECK(imported_node(g).op == OpKind::Gather);
+        CHECK(run_on_counting_input(g) == expected);
+        CHECK(exported_ops(g) == std::vector<std::string>{"Gather"});
     }
+    OneNodeModel m(13, "Gather", {2, 3});
+    m.constant_input("i", ints({3})).attribute("axis", std::int64_t{1}).output("y", {2, 1});
+    CHECK(imported_node(onnx_io::import_model(m.model, {}, "gather.onnx")).op == OpKind::Opaque);
 }
 
 TEST_CASE("a unit-step Slice over several axes is one Split part per axis, written back as Slices") {

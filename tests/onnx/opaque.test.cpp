@@ -4,51 +4,16 @@
 #include <rlflow/onnx/import.hpp>
 #include <rlflow/onnx/opaque.hpp>
 
+#include "model_builder.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
 
 using namespace rlflow;
-namespace pb = ::onnx;
+using onnx_test::ModelBuilder;
 
 namespace {
-
-/// A model built node by node; tensors are named by the caller.
-struct ModelBuilder {
-    pb::ModelProto model;
-
-    explicit ModelBuilder(std::int64_t opset = 17) {
-        model.set_ir_version(8);
-        model.add_opset_import()->set_version(opset);
-        model.mutable_graph()->set_name("model");
-    }
-    pb::GraphProto& graph() { return *model.mutable_graph(); }
-    ModelBuilder& input(const std::string& name, const std::vector<std::int64_t>& dims) {
-        auto* t = graph().add_input()->mutable_type()->mutable_tensor_type();
-        graph().mutable_input()->rbegin()->set_name(name);
-        t->set_elem_type(static_cast<int>(DType::Float32));
-        for (const auto d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
-        return *this;
-    }
-    ModelBuilder& constant(const std::string& name, const Tensor& value) {
-        *graph().add_initializer() = onnx_io::tensor_to_proto(value, name);
-        return *this;
-    }
-    pb::NodeProto& node(const std::string& op, const std::vector<std::string>& in, const std::vector<std::string>& out,
-                        const std::string& domain = {}) {
-        pb::NodeProto& n = *graph().add_node();
-        n.set_op_type(op);
-        n.set_domain(domain);
-        n.set_name(out.front() + "_node");
-        for (const auto& i : in) n.add_input(i);
-        for (const auto& o : out) n.add_output(o);
-        return n;
-    }
-    ModelBuilder& output(const std::string& name) {
-        graph().add_output()->set_name(name);
-        return *this;
-    }
-};
 
 Tensor ints(const std::vector<std::int64_t>& v) {
     return Tensor::from_values<std::int64_t>(DType::Int64, Shape{static_cast<std::int64_t>(v.size())}, v);

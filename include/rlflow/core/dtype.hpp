@@ -1,7 +1,9 @@
 #pragma once
 /// \file
 /// Element types. The numeric values equal ONNX's `TensorProto::DataType`, so import and
-/// export map them without a table. Only `Float32` is executable; the rest are carried.
+/// export map them without a table. Every op computes on `Float32`; the typed ops (Where,
+/// the comparisons, Cast, Gather, Expand, ...) also on int32, int64 and bool; the rest are
+/// carried.
 
 #include <cstddef>
 #include <cstdint>
@@ -76,6 +78,12 @@ enum class DType : std::uint8_t {
         case DType::BFloat16: return "bfloat16";
     }
     return "?";
+}
+
+/// The element types the reference executor holds: float32 for every op, and int32, int64
+/// and bool for the typed ops and the views (op_flag_typed).
+[[nodiscard]] constexpr bool is_executable_dtype(DType t) noexcept {
+    return t == DType::Float32 || t == DType::Int32 || t == DType::Int64 || t == DType::Bool;
 }
 
 /// True for a code this enum knows (used to reject corrupt files).

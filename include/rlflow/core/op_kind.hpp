@@ -55,6 +55,16 @@ enum class OpKind : std::uint8_t {
     Resize,
     InstanceNormalization,
     ConvTranspose,
+    Expand,
+    Gather,
+    Where,
+    Equal,
+    Less,
+    Greater,
+    Not,
+    And,
+    Or,
+    Cast,
     Opaque,
 };
 

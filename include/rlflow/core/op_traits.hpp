@@ -6,6 +6,7 @@
 /// rather than switching on the op kind.
 
 #include <rlflow/core/detail/op_definitions.hpp>
+#include <rlflow/core/detail/typed_op_definitions.hpp>
 #include <rlflow/core/op_kind.hpp>
 
 #include <array>
@@ -42,6 +43,10 @@ enum OpFlag : std::uint8_t {
     /// An op a runtime may fold into the kernel of the fusion head before it: the
     /// element-wise ops and BatchNormalization.
     op_flag_fusion_tail = 64,
+    /// Computes on int32, int64 and bool tensors as well as float32 (the typed ops, and
+    /// the views, which carry any of them): its inference checks the element types, and
+    /// the executor runs it on tensors of any executable dtype.
+    op_flag_typed = 128,
 };
 
 /// The traits of one op kind.
@@ -101,12 +106,16 @@ inline constexpr A conv_transpose_attrs[] = {{"kernel_shape", T::Ints}, {"stride
 inline constexpr A gelu_attrs[] = {{"approximate", T::String}};
 inline constexpr A resize_attrs[] = {{"mode", T::String}, {"coordinate_transformation_mode", T::String},
                                      {"nearest_mode", T::String}, {"scales", T::Floats}, {"sizes", T::Ints}};
+inline constexpr A expand_attrs[] = {{"shape", T::Ints, true}};
+inline constexpr A cast_attrs[] = {{"to", T::Int, true}};
 inline constexpr A merge_gconv_attrs[] = {{"count", T::Int, true}, {"group", T::Int, true}};
 inline constexpr std::span<const A> none{};
 
 constexpr std::uint8_t ew = op_flag_elementwise | op_flag_fusion_tail;
 constexpr std::uint8_t ew_comm = op_flag_elementwise | op_flag_commutative | op_flag_fusion_tail;
 constexpr std::uint8_t head = op_flag_fusion_head;
+constexpr std::uint8_t typed_op = op_flag_typed;
+constexpr std::uint8_t typed_view = op_flag_view | op_flag_typed;
 
 // clang-format off
 inline constexpr std::array<OpTraits, op_kind_count> op_table{{
@@ -126,7 +135,7 @@ inline constexpr std::array<OpTraits, op_kind_count> op_table{{
  {OpKind::Tanh, "Tanh", "Tanh", 1, 1, none, no_normalize, UnaryOp::infer, elementwise_flops, ew},
  {OpKind::Erf, "Erf", "Erf", 1, 1, none, no_normalize, UnaryOp::infer, elementwise_flops, ew},
  {OpKind::Sqrt, "Sqrt", "Sqrt", 1, 1, none, no_normalize, UnaryOp::infer, elementwise_flops, ew},
- {OpKind::Identity, "Identity", "Identity", 1, 1, none, no_normalize, UnaryOp::infer, no_flops, op_flag_view},
+ {OpKind::Identity, "Identity", "Identity", 1, 1, none, no_normalize, UnaryOp::infer, no_flops, typed_view},
  {OpKind::Clip, "Clip", "Clip", 1, 1, clip_attrs, ClipOp::normalize, UnaryOp::infer, elementwise_flops, ew},
  {OpKind::Softmax, "Softmax", "Softmax", 1, 1, axis_attrs, SoftmaxOp::normalize, SoftmaxOp::infer, SoftmaxOp::flops},
  {OpKind::MaxPool, "MaxPool", "MaxPool", 1, 1, maxpool_attrs, PoolOp::normalize, PoolOp::infer, PoolOp::flops},
@@ -137,8 +146,8 @@ inline constexpr std::array<OpTraits, op_kind_count> op_table{{
  {OpKind::Concat, "Concat", "Concat", 1, -1, concat_attrs, ConcatOp::normalize, ConcatOp::infer, no_flops},
  {OpKind::Split, "Split", "Split", 1, 1, split_attrs, SplitOp::normalize, SplitOp::infer, no_flops},
  {OpKind::Transpose, "Transpose", "Transpose", 1, 1, transpose_attrs, TransposeOp::normalize, TransposeOp::infer, no_flops},
- {OpKind::Reshape, "Reshape", "Reshape", 1, 1, reshape_attrs, ReshapeOp::normalize, ReshapeOp::infer, no_flops, op_flag_view},
- {OpKind::Flatten, "Flatten", "Flatten", 1, 1, axis_attrs, FlattenOp::normalize, FlattenOp::infer, no_flops, op_flag_view},
+ {OpKind::Reshape, "Reshape", "Reshape", 1, 1, reshape_attrs, ReshapeOp::normalize, ReshapeOp::infer, no_flops, typed_view},
+ {OpKind::Flatten, "Flatten", "Flatten", 1, 1, axis_attrs, FlattenOp::normalize, FlattenOp::infer, no_flops, typed_view},
  {OpKind::Pad, "Pad", "Pad", 1, 1, pad_attrs, PadOp::normalize, PadOp::infer, no_flops},
  {OpKind::ReduceMean, "ReduceMean", "ReduceMean", 1, 1, reduce_attrs, ReduceOp::normalize, ReduceOp::infer, ReduceOp::flops},
  {OpKind::Enlarge, "Enlarge", "", 1, 1, enlarge_attrs, no_normalize, EnlargeOp::infer, no_flops},
@@ -153,6 +162,16 @@ inline constexpr std::array<OpTraits, op_kind_count> op_table{{
  {OpKind::Resize, "Resize", "Resize", 1, 1, resize_attrs, ResizeOp::normalize, ResizeOp::infer, ResizeOp::flops},
  {OpKind::InstanceNormalization, "InstanceNormalization", "InstanceNormalization", 3, 3, epsilon_attrs, InstanceNormOp::normalize, InstanceNormOp::infer, InstanceNormOp::flops},
  {OpKind::ConvTranspose, "ConvTranspose", "ConvTranspose", 2, 3, conv_transpose_attrs, ConvTransposeOp::normalize, ConvTransposeOp::infer, ConvTransposeOp::flops},
+ {OpKind::Expand, "Expand", "Expand", 1, 1, expand_attrs, no_normalize, ExpandOp::infer, no_flops, typed_op},
+ {OpKind::Gather, "Gather", "Gather", 2, 2, axis_attrs, GatherOp::normalize, GatherOp::infer, no_flops, typed_op},
+ {OpKind::Where, "Where", "Where", 3, 3, none, no_normalize, WhereOp::infer, elementwise_flops, typed_op},
+ {OpKind::Equal, "Equal", "Equal", 2, 2, none, no_normalize, CompareOp<true>::infer, elementwise_flops, typed_op | op_flag_commutative},
+ {OpKind::Less, "Less", "Less", 2, 2, none, no_normalize, CompareOp<false>::infer, elementwise_flops, typed_op},
+ {OpKind::Greater, "Greater", "Greater", 2, 2, none, no_normalize, CompareOp<false>::infer, elementwise_flops, typed_op},
+ {OpKind::Not, "Not", "Not", 1, 1, none, no_normalize, NotOp::infer, elementwise_flops, typed_op},
+ {OpKind::And, "And", "And", 2, 2, none, no_normalize, LogicalOp::infer, elementwise_flops, typed_op | op_flag_commutative},
+ {OpKind::Or, "Or", "Or", 2, 2, none, no_normalize, LogicalOp::infer, elementwise_flops, typed_op | op_flag_commutative},
+ {OpKind::Cast, "Cast", "Cast", 1, 1, cast_attrs, no_normalize, CastOp::infer, elementwise_flops, typed_op},
  {OpKind::Opaque, "Opaque", "", 0, -1, none, no_normalize, keep_outputs, no_flops, op_flag_opaque},
 }};
 // clang-format on
@@ -169,6 +188,20 @@ static_assert(table_is_indexed_by_kind(), "op_table rows must be in OpKind order
 /// The traits of `kind`.
 [[nodiscard]] constexpr const OpTraits& op_traits(OpKind kind) noexcept {
     return detail::op_table[static_cast<std::size_t>(kind)];
+}
+
+/// A typed op that computes (not a view): its kernel takes tensors of any executable dtype.
+[[nodiscard]] constexpr bool is_typed_compute(OpKind kind) noexcept {
+    const OpTraits& t = op_traits(kind);
+    return t.has(op_flag_typed) && !t.has(op_flag_view);
+}
+
+/// Whether a node of `kind` may hold (take and give) tensors of `dtype`: float32 always;
+/// int32, int64 and bool in sources, typed ops and views.
+[[nodiscard]] constexpr bool holds_dtype(OpKind kind, DType dtype) noexcept {
+    if (dtype == DType::Float32) return true;
+    const OpTraits& t = op_traits(kind);
+    return is_executable_dtype(dtype) && (t.has(op_flag_typed) || t.has(op_flag_source));
 }
 
 /// Our name of `kind` ("Conv2D").

@@ -82,14 +82,15 @@ namespace detail {
 #endif
 }
 
-/// Whether the reference executor can run `op`: a core op whose tensors are all float32
-/// (an absent optional input, of undefined type, is allowed).
+/// Whether the reference executor can run `op`: a core op whose tensors are all of dtypes
+/// it holds (holds_dtype: float32, and int32, int64 and bool in the typed ops); an absent
+/// optional input, of undefined type, is allowed.
 [[nodiscard]] inline bool runs_on_executor(const OpSignature& op) {
     if (op_traits(op.op).has(op_flag_opaque)) return false;
     for (const TensorType& t : op.inputs)
-        if (t.dtype != DType::Float32 && t.dtype != DType::Undefined) return false;
+        if (t.dtype != DType::Undefined && !holds_dtype(op.op, t.dtype)) return false;
     for (const TensorType& t : op.outputs)
-        if (t.dtype != DType::Float32) return false;
+        if (!holds_dtype(op.op, t.dtype)) return false;
     return true;
 }
 

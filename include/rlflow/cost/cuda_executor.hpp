@@ -770,6 +770,13 @@ inline void unrunnable_step(CudaProgram&, const Node& n) {
     throw graph_error("CudaExecutor: cannot execute " + n.describe());
 }
 
+/// The typed ops (Where, the comparisons, Cast, Gather, Expand, ...) hold int and bool
+/// tensors, which the GPU program does not: the reference executor runs them.
+inline void typed_step(CudaProgram&, const Node& n) {
+    throw graph_error("CudaExecutor: " + n.describe() + " is a typed op (int and bool tensors); the CUDA executor "
+                      "runs float ops only, the reference executor runs it");
+}
+
 /// One row of the step table.
 struct StepEntry {
     OpKind kind;
@@ -823,6 +830,16 @@ inline constexpr std::array<StepEntry, op_kind_count> step_table{{
     {OpKind::Resize, resize_step},
     {OpKind::InstanceNormalization, instance_norm_step},
     {OpKind::ConvTranspose, conv_transpose_step},
+    {OpKind::Expand, typed_step},
+    {OpKind::Gather, typed_step},
+    {OpKind::Where, typed_step},
+    {OpKind::Equal, typed_step},
+    {OpKind::Less, typed_step},
+    {OpKind::Greater, typed_step},
+    {OpKind::Not, typed_step},
+    {OpKind::And, typed_step},
+    {OpKind::Or, typed_step},
+    {OpKind::Cast, typed_step},
     {OpKind::Opaque, unrunnable_step},
 }};
 // clang-format on

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// The reference executor: runs any graph of core ops on float32 tensors with Eigen,
-/// single-threaded, with ONNX (opset 13-17) semantics, and measures its peak activation
+/// The reference executor: runs any graph of core ops on float32 tensors with Eigen (and
+/// the typed ops on int32, int64 and bool tensors too), single-threaded, with ONNX (opset 13-17) semantics, and measures its peak activation
 /// memory under the model of core/memory.hpp.
 
 #include <rlflow/core/graph.hpp>
@@ -28,10 +28,10 @@ struct RunResult {
 /// every other tensor is freed after its last consumer unless it is a graph output.
 class Executor {
 public:
-    /// Runs `g` on `inputs`, one float32 tensor per `g.inputs()` entry in that order.
-    /// Throws shape_error naming an input whose type differs from the declared one,
-    /// graph_error for an opaque node, precondition_error for a weight without data or a
-    /// tensor that is not float32.
+    /// Runs `g` on `inputs`, one tensor per `g.inputs()` entry in that order.
+    /// Throws shape_error naming an input whose type differs from the declared one (or a
+    /// Gather index out of range), graph_error for an opaque node, precondition_error for
+    /// a weight without data or a tensor of a dtype its node cannot hold (holds_dtype).
     [[nodiscard]] RunResult run(const Graph& g, std::span<const Tensor> inputs) const {
         std::vector<const Tensor*> bound;
         bound.reserve(inputs.size());
@@ -80,9 +80,9 @@ private:
                        n.describe() + ": weight has no data (give it some with exec::fill_random_weights or "
                                       "Graph::set_weight_data)");
         for (std::size_t i = 0; i < n.outputs.size(); ++i)
-            RLFLOW_EXPECTS(n.outputs[i].type.dtype == DType::Float32, precondition_error,
+            RLFLOW_EXPECTS(holds_dtype(n.op, n.outputs[i].type.dtype), precondition_error,
                            n.describe() + ": output " + std::to_string(i) + " is " + n.outputs[i].type.to_string()
-                               + "; the executor runs float tensors only");
+                               + "; the executor runs float tensors, and int32, int64 and bool ones in the typed ops");
     }
 
     static void check_input(const Node& input, const Tensor& value) {

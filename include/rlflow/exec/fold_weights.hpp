@@ -23,9 +23,10 @@
 namespace rlflow::detail {
 
 /// Weight-only nodes of `g` (sources included) that the reference executor can evaluate, by node
-/// id: every output is float32 and every input comes from such a node. This is the rule of
-/// cost::detail::runs_on_executor (float32 only, no opaque op; is_weight_only already
-/// rules opaque ops out), applied to the whole weight-only subgraph a node needs.
+/// id: every output is of a dtype the node holds (holds_dtype) and every input comes from
+/// such a node. This is the rule of cost::detail::runs_on_executor (no opaque op;
+/// is_weight_only already rules opaque ops out), applied to the whole weight-only subgraph a
+/// node needs.
 [[nodiscard]] inline std::vector<char> foldable_nodes(const Graph& g) {
     const std::vector<char> weight_only = weight_only_nodes(g);
     std::vector<char> foldable(g.id_bound(), 0);
@@ -33,7 +34,7 @@ namespace rlflow::detail {
         const Node& n = g.node(id);
         if (!weight_only[id.value]) continue;
         bool runs = std::all_of(n.outputs.begin(), n.outputs.end(),
-                                [](const NodeOutput& out) { return out.type.dtype == DType::Float32; });
+                                [&](const NodeOutput& out) { return holds_dtype(n.op, out.type.dtype); });
         for (const TensorRef& in : n.inputs) runs = runs && (!in.present() || foldable[in.node.value]);
         foldable[id.value] = runs ? 1 : 0;
     }

@@ -38,18 +38,21 @@ inline void fill_random_weights(Graph& g, std::uint64_t seed) {
 
 /// One tensor per graph input, in `g.inputs()` order, drawn under `seed` from U(-1, 1), or
 /// from the positive range weights get where a consumer needs the input positive (a
-/// variance, a square root's operand); zeros for non-float inputs.
+/// variance, a square root's operand). Integer and bool inputs (a mask, token ids) are 0
+/// or 1 at random, as the ONNX Runtime harness (tools/ort/compare.js) draws them: valid
+/// as an index into any axis of two or more, and both branches of a mask; inputs of
+/// other dtypes are zeros.
 [[nodiscard]] inline std::vector<Tensor> random_inputs(const Graph& g, std::uint64_t seed) {
     std::vector<Tensor> inputs;
     inputs.reserve(g.inputs().size());
     for (const NodeId id : g.inputs()) {
         const Node& n = g.node(id);
         const TensorType& type = n.outputs[0].type;
+        Rng rng = detail::tensor_stream(seed, detail::input_stream_salt, n.name);
         if (type.dtype != DType::Float32) {
-            inputs.emplace_back(type);
+            inputs.push_back(is_executable_dtype(type.dtype) ? detail::random_bits(rng, type) : Tensor(type));
             continue;
         }
-        Rng rng = detail::tensor_stream(seed, detail::input_stream_salt, n.name);
         const bool positive = detail::feeds_positive_slot(g, {id, 0});
         inputs.push_back(Tensor::from_floats(
             type.shape, positive ? detail::uniform_values(rng, type.shape.numel(), detail::positive_low, detail::positive_high)

@@ -84,13 +84,7 @@ namespace detail {
     }
     const auto spec = import(ImportContext{proto, opset, operands, n.describe()});
     if (!spec) return "attributes or constant inputs outside what rlflow implements for " + n.op_type;
-    for (const std::size_t i : spec->tensor_inputs) {
-        const ImportOperand& o = operands[i];
-        if (!o.type) return "input '" + o.name + "' has no known type";
-        if (o.type->dtype != DType::Float32)
-            return "input '" + o.name + "' is " + std::string(dtype_name(o.type->dtype)) + "; core ops compute on float32";
-        if (!o.type->shape.is_static()) return "input '" + o.name + "' has no static shape (bind it with --dim)";
-    }
+    if (auto problem = operand_problem(*spec, operands, n.describe())) return std::move(*problem);
     return "an output the core op lacks is read";
 }
 

@@ -8,6 +8,7 @@
 #include <rlflow/exec/executor.hpp>
 #include <rlflow/exec/random.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -66,6 +67,15 @@ inline bool outputs_agree(const std::vector<Tensor>& a, const std::vector<Tensor
             report.detail = "output " + std::to_string(i) + ": " + a[i].type().to_string() + " vs " + b[i].type().to_string();
             report.max_abs_diff = INFINITY;
             return false;
+        }
+        if (a[i].dtype() != DType::Float32) {  // integers and bools: exactly equal
+            if (!std::ranges::equal(a[i].raw(), b[i].raw())) {
+                report.mismatched_output = i;
+                report.detail = "output " + std::to_string(i) + ": " + a[i].type().to_string() + " values differ";
+                report.max_abs_diff = INFINITY;
+                return false;
+            }
+            continue;
         }
         for (std::size_t j = 0; j < a[i].floats().size(); ++j) {
             const double x = a[i].floats()[j], y = b[i].floats()[j];

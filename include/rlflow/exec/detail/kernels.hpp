@@ -1,10 +1,11 @@
 #pragma once
 /// \file
-/// The one kernel table of the reference executor: a float32 kernel per op kind,
-/// indexed by OpKind like core's op table. The executor never switches on the op kind;
-/// it looks the kernel up here.
+/// The one kernel table of the reference executor: a float32 kernel per op kind, or for
+/// the typed ops a kernel on tensors of any executable dtype, indexed by OpKind like
+/// core's op table. The executor never switches on the op kind; it looks the kernel up here.
 
 #include <rlflow/core/op_kind.hpp>
+#include <rlflow/core/op_traits.hpp>
 #include <rlflow/exec/detail/conv.hpp>
 #include <rlflow/exec/detail/elementwise.hpp>
 #include <rlflow/exec/detail/gemm.hpp>
@@ -12,6 +13,7 @@
 #include <rlflow/exec/detail/normalization.hpp>
 #include <rlflow/exec/detail/pool.hpp>
 #include <rlflow/exec/detail/reduce.hpp>
+#include <rlflow/exec/detail/typed.hpp>
 
 #include <array>
 
@@ -20,10 +22,11 @@ namespace rlflow::detail {
 /// Computes a node's outputs from its inputs.
 using KernelFn = void (*)(const KernelArgs&);
 
-/// One row of the kernel table.
+/// One row of the kernel table: a float32 kernel, or (typed ops) a kernel on tensors.
 struct KernelEntry {
     OpKind kind;
     KernelFn run;
+    TypedKernelFn typed = nullptr;
 };
 
 /// Source nodes are bound to their data by the executor and never reach a kernel.
@@ -86,6 +89,16 @@ inline constexpr std::array<KernelEntry, op_kind_count> kernel_table{{
     {OpKind::Resize, resize_kernel},
     {OpKind::InstanceNormalization, instance_norm_kernel},
     {OpKind::ConvTranspose, conv_transpose_kernel},
+    {OpKind::Expand, nullptr, expand_kernel},
+    {OpKind::Gather, nullptr, gather_kernel},
+    {OpKind::Where, nullptr, where_kernel},
+    {OpKind::Equal, nullptr, typed_binary_kernel<typed::EqualOp>},
+    {OpKind::Less, nullptr, typed_binary_kernel<typed::LessOp>},
+    {OpKind::Greater, nullptr, typed_binary_kernel<typed::GreaterOp>},
+    {OpKind::Not, nullptr, not_kernel},
+    {OpKind::And, nullptr, typed_binary_kernel<typed::AndOp>},
+    {OpKind::Or, nullptr, typed_binary_kernel<typed::OrOp>},
+    {OpKind::Cast, nullptr, cast_kernel},
     {OpKind::Opaque, opaque_kernel},
 }};
 // clang-format on
@@ -97,9 +110,23 @@ constexpr bool kernel_table_is_indexed_by_kind() {
 }
 static_assert(kernel_table_is_indexed_by_kind(), "kernel_table rows must be in OpKind order");
 
-/// The kernel of `kind`.
+/// Every row has exactly one kernel, and the typed ones are the typed ops'.
+constexpr bool kernel_table_has_one_kernel_per_row() {
+    for (const auto& row : kernel_table)
+        if ((row.run == nullptr) == (row.typed == nullptr) || (row.typed != nullptr) != is_typed_compute(row.kind))
+            return false;
+    return true;
+}
+static_assert(kernel_table_has_one_kernel_per_row(), "kernel_table: one kernel per row, typed for the typed ops");
+
+/// The float32 kernel of `kind` (nullptr for a typed op: see typed_kernel_for).
 [[nodiscard]] constexpr KernelFn kernel_for(OpKind kind) noexcept {
     return kernel_table[static_cast<std::size_t>(kind)].run;
+}
+
+/// The tensor kernel of a typed op (nullptr for the others).
+[[nodiscard]] constexpr TypedKernelFn typed_kernel_for(OpKind kind) noexcept {
+    return kernel_table[static_cast<std::size_t>(kind)].typed;
 }
 
 }  // namespace rlflow::detail

@@ -1,12 +1,15 @@
 #pragma once
 /// \file
 /// The state of one executor run: the value of every tensor, the buffers that hold
-/// them, and live-activation accounting under core/memory.hpp's model.
+/// them, and live-activation accounting under core/memory.hpp's model. Float32 tensors
+/// live in aligned float buffers; int32, int64 and bool tensors (of the typed ops) in
+/// byte buffers.
 
 #include <rlflow/core/graph.hpp>
 #include <rlflow/exec/detail/kernels.hpp>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -27,6 +30,7 @@ public:
                 const TensorRef self{id, i};
                 Slot& s = slot(self);
                 s.shape = n.outputs[i].type.shape;
+                s.dtype = n.outputs[i].type.dtype;
                 s.root = n.traits().has(op_flag_view) ? slot(n.inputs[0]).root : self;
                 slot(s.root).pending += static_cast<std::int64_t>(n.outputs[i].uses.size())
                                         + (graph.is_graph_output(self) ? 1 : 0);
@@ -37,7 +41,7 @@ public:
     /// Binds a graph input to caller-owned data; it counts as a live activation.
     void bind_input(const Node& input, const Tensor& value) {
         Slot& s = slot({input.id, 0});
-        s.data = value.floats();
+        s.bind(value);
         s.bytes = input.outputs[0].type.bytes();
         allocated(s.bytes);
         release_if_unread({input.id, 0});
@@ -48,11 +52,16 @@ public:
     void execute(const Node& n) {
         const OpTraits& traits = n.traits();
         if (n.op == OpKind::Weight || n.op == OpKind::Constant) {
-            slot({n.id, 0}).data = n.data->floats();
+            slot({n.id, 0}).bind(*n.data);
             return;
         }
         if (traits.has(op_flag_view)) {
-            slot({n.id, 0}).data = slot(n.inputs[0]).data;
+            Slot& s = slot({n.id, 0});
+            const Slot& viewed = slot(n.inputs[0]);
+            s.data = viewed.data;
+            s.raw = viewed.raw;
+        } else if (const TypedKernelFn typed = typed_kernel_for(n.op)) {
+            run_typed(n, typed);
         } else {
             run_kernel(n);
         }
@@ -68,6 +77,10 @@ public:
         result.reserve(outputs.size());
         for (const GraphOutput& o : outputs) {
             Slot& s = slot(o.value);
+            if (s.dtype != DType::Float32) {  // typed values are small: copied
+                result.push_back(Tensor::from_raw(s.dtype, s.shape, s.raw));
+                continue;
+            }
             Slot& root = slot(s.root);
             const auto sharing = std::count_if(outputs.begin(), outputs.end(),
                                                [&](const GraphOutput& other) { return slot(other.value).root == s.root; });
@@ -83,15 +96,31 @@ public:
 
 private:
     struct Slot {
+        /// The values of a float32 tensor.
         std::span<const float> data;
+        /// The bytes of a tensor of another dtype.
+        std::span<const std::byte> raw;
         Shape shape;
+        DType dtype = DType::Float32;
         TensorRef root;
         /// Storage of a root an op produced (empty for borrowed data and views).
         FloatBuffer buffer;
+        std::vector<std::byte> raw_buffer;
         /// On a root: reads still to come, graph outputs counting as one read each.
         std::int64_t pending = 0;
         /// On a root: the activation bytes it holds while live.
         std::int64_t bytes = 0;
+
+        /// Borrows `value`'s data.
+        void bind(const Tensor& value) {
+            if (dtype == DType::Float32) data = value.floats();
+            else raw = value.raw();
+        }
+        /// The value as a tensor of its own (a copy).
+        [[nodiscard]] Tensor value() const {
+            if (dtype == DType::Float32) return Tensor::from_floats(shape, std::vector<float>(data.begin(), data.end()));
+            return Tensor::from_raw(dtype, shape, raw);
+        }
     };
 
     Slot& slot(TensorRef ref) { return m_slots[ref.node.value][ref.index]; }
@@ -121,6 +150,25 @@ private:
         if (!empty) kernel_for(n.op)(KernelArgs{n, inputs, outputs});
     }
 
+    /// Runs a typed op on copies of its inputs and keeps its one output.
+    void run_typed(const Node& n, TypedKernelFn kernel) {
+        std::vector<Tensor> inputs;
+        inputs.reserve(n.inputs.size());
+        for (const TensorRef& in : n.inputs) inputs.push_back(slot(in).value());
+        Tensor out = kernel(n, inputs);
+        Slot& s = slot({n.id, 0});
+        RLFLOW_ASSERT((out.type() == TensorType{s.dtype, s.shape}));
+        if (s.dtype == DType::Float32) {
+            s.buffer.assign(out.floats().begin(), out.floats().end());
+            s.data = s.buffer;
+        } else {
+            s.raw_buffer.assign(out.raw().begin(), out.raw().end());
+            s.raw = s.raw_buffer;
+        }
+        s.bytes = static_cast<std::int64_t>(out.raw().size());
+        allocated(s.bytes);
+    }
+
     /// One read of `ref` is done; frees its root after the last one.
     void release_read(TensorRef ref) {
         Slot& root = slot(slot(ref).root);
@@ -137,7 +185,9 @@ private:
         m_live -= root.bytes;
         root.bytes = 0;
         root.data = {};
+        root.raw = {};
         FloatBuffer().swap(root.buffer);
+        std::vector<std::byte>().swap(root.raw_buffer);
     }
 
     const Graph& m_graph;

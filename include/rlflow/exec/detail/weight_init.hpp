@@ -7,6 +7,7 @@
 #include <rlflow/core/random.hpp>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -51,6 +52,16 @@ inline constexpr std::uint32_t positive_slot_bits = std::numeric_limits<decltype
     std::vector<float> values(static_cast<std::size_t>(numel));
     for (float& v : values) v = static_cast<float>(rng.uniform(low, high));
     return values;
+}
+
+/// A tensor of `type` (int32, int64 or bool) whose elements are 0 or 1 at random.
+[[nodiscard]] inline Tensor random_bits(Rng& rng, const TensorType& type) {
+    const auto count = static_cast<std::size_t>(type.shape.numel());
+    const std::size_t size = dtype_size(type.dtype);
+    std::vector<std::byte> bytes(count * size, std::byte{0});
+    for (std::size_t i = 0; i < count; ++i)  // little-endian: the lowest byte holds the bit
+        bytes[i * size] = static_cast<std::byte>(rng.below(2));
+    return Tensor::from_raw(type.dtype, type.shape, bytes);
 }
 
 /// The generator for the tensor named `name`: a pure function of seed, salt and name,

@@ -134,6 +134,12 @@ inline void export_reshape(ExportContext& c) {
     }
 }
 
+/// Expand takes its target shape as an int64 input.
+inline void export_expand(ExportContext& c) {
+    c.emit("Expand", {c.inputs[0], c.ints_initializer(c.outputs[0] + "_shape", c.node.attributes.get_ints("shape"))},
+           c.outputs);
+}
+
 inline void export_split(ExportContext& c) {
     constexpr std::int64_t input_since = 13;
     if (c.opset < input_since) {

@@ -3,6 +3,7 @@
 /// What the constant folder's evaluators see of a node: its constant inputs, attributes,
 /// opset, and a way to report a genuinely invalid node as an `onnx_error`.
 
+#include <rlflow/core/detail/typed_ops.hpp>
 #include <rlflow/core/error.hpp>
 #include <rlflow/core/shape.hpp>
 #include <rlflow/core/tensor.hpp>
@@ -156,11 +157,7 @@ public:
     /// The elements of an int32 or int64 input, as int64.
     [[nodiscard]] std::vector<std::int64_t> integers(std::size_t i) const {
         const Tensor& t = value(i);
-        if (t.dtype() == DType::Int64) return t.to_vector<std::int64_t>();
-        if (t.dtype() == DType::Int32) {
-            const auto narrow = t.to_vector<std::int32_t>();
-            return {narrow.begin(), narrow.end()};
-        }
+        if (auto values = rlflow::detail::typed::integer_values(t)) return std::move(*values);
         fail("input " + std::to_string(i) + " must be int32 or int64, got " + std::string(dtype_name(t.dtype())));
     }
     /// The integers of a 1-D (or scalar) int input, e.g. a shape or axes.

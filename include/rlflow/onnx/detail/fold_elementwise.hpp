@@ -3,8 +3,8 @@
 /// Constant-folding evaluators that apply the functors of fold_math_ops.hpp elementwise with
 /// numpy broadcasting (unary, binary, variadic, Pow, Where) and along axes (Reduce*).
 
+#include <rlflow/core/detail/typed_ops.hpp>
 #include <rlflow/onnx/detail/fold_context.hpp>
-#include <rlflow/onnx/detail/fold_elements.hpp>
 #include <rlflow/onnx/detail/fold_math_ops.hpp>
 
 #include <algorithm>
@@ -19,50 +19,14 @@
 
 namespace rlflow::onnx_io::detail::folding {
 
-template <class Op, class T>
-[[nodiscard]] std::optional<Tensor> unary_typed(const Tensor& input) {
-    if constexpr (!Op::template supports<T>) {
-        return std::nullopt;
-    } else {
-        const auto values = input.to_vector<T>();
-        std::vector<T> result(values.size());
-        for (std::size_t i = 0; i < values.size(); ++i) {
-            const auto value = Op::apply(values[i]);
-            if (!value) return std::nullopt;
-            result[i] = *value;
-        }
-        return Tensor::from_values(input.dtype(), input.shape(), result);
-    }
-}
+// The element machinery and tensor-level evaluators the executor shares.
+using namespace rlflow::detail::typed;
 
 template <class Op>
 FoldResult fold_unary(const FoldContext& c) {
     c.expect_inputs(1, 1);
     const Tensor& input = c.value(0);
-    return single(visit_element_type(input.dtype(), [&](auto tag) -> std::optional<Tensor> {
-        return unary_typed<Op, typename decltype(tag)::type>(input);
-    }));
-}
-
-template <class Op, class T>
-[[nodiscard]] std::optional<Tensor> binary_typed(const Tensor& a, const Tensor& b, const Shape& output) {
-    if constexpr (!Op::template supports<T>) {
-        return std::nullopt;
-    } else {
-        using Result = typename decltype(Op::apply(T{}, T{}))::value_type;
-        const auto lhs = a.to_vector<T>();
-        const auto rhs = b.to_vector<T>();
-        std::vector<Result> result(static_cast<std::size_t>(output.numel()));
-        BroadcastWalker<2> walker(output, {a.shape(), b.shape()});
-        for (auto& element : result) {
-            const auto [i, j] = walker.offsets();
-            const auto value = Op::apply(lhs[static_cast<std::size_t>(i)], rhs[static_cast<std::size_t>(j)]);
-            if (!value) return std::nullopt;
-            element = *value;
-            walker.next();
-        }
-        return Tensor::from_values(dtype_of<Result>(), output, result);
-    }
+    return single(unary_tensor<Op>(input));
 }
 
 /// The numpy broadcast of two inputs' shapes; fails when they do not broadcast.
@@ -79,9 +43,7 @@ template <class Op>
         c.fail("input types " + a.type().to_string() + " and " + b.type().to_string() + " differ");
     const Shape shape = broadcast_or_fail(c, a.shape(), b.shape());
     if (!bounded_shape(shape.dims())) return std::nullopt;
-    return visit_element_type(a.dtype(), [&](auto tag) -> std::optional<Tensor> {
-        return binary_typed<Op, typename decltype(tag)::type>(a, b, shape);
-    });
+    return binary_tensor<Op>(a, b, shape);
 }
 
 template <class Op>
@@ -157,18 +119,7 @@ inline FoldResult fold_where(const FoldContext& c) {
     if (x.dtype() != y.dtype()) c.fail("input types " + x.type().to_string() + " and " + y.type().to_string() + " differ");
     const Shape shape = broadcast_or_fail(c, condition.shape(), broadcast_or_fail(c, x.shape(), y.shape()));
     if (!bounded_shape(shape.dims())) return std::nullopt;
-    const std::size_t element_size = dtype_size(x.dtype());
-    std::vector<std::byte> bytes(static_cast<std::size_t>(shape.numel()) * element_size);
-    BroadcastWalker<3> walker(shape, {condition.shape(), x.shape(), y.shape()});
-    for (std::size_t i = 0; i < bytes.size(); i += element_size) {
-        const auto [k, from_x, from_y] = walker.offsets();
-        const bool pick_x = condition.raw()[static_cast<std::size_t>(k)] != std::byte{0};
-        const auto source = pick_x ? x.raw().subspan(static_cast<std::size_t>(from_x) * element_size, element_size)
-                                   : y.raw().subspan(static_cast<std::size_t>(from_y) * element_size, element_size);
-        std::memcpy(bytes.data() + i, source.data(), element_size);
-        walker.next();
-    }
-    return single(Tensor::from_raw(x.dtype(), shape, bytes));
+    return single(where_tensor(condition, x, y, shape));
 }
 
 // ---- reductions ----------------------------------------------------------------------------

@@ -8,8 +8,8 @@
 /// undefined (integer division by zero, an out-of-range conversion). float32 is computed
 /// in float, not double, to match ONNX Runtime bit for bit where the op is correctly rounded.
 
+#include <rlflow/core/detail/typed_ops.hpp>
 #include <rlflow/onnx/detail/fold_context.hpp>
-#include <rlflow/onnx/detail/fold_elements.hpp>
 
 #include <array>
 #include <cmath>
@@ -23,28 +23,10 @@
 
 namespace rlflow::onnx_io::detail::folding {
 
+// The element machinery and tensor-level evaluators the executor shares.
+using namespace rlflow::detail::typed;
+
 // ---- Cast ------------------------------------------------------------------------------------
-
-template <class D, class S>
-[[nodiscard]] std::optional<Tensor> cast_typed(const Tensor& input) {
-    const auto values = input.to_vector<S>();
-    std::vector<D> result(values.size());
-    for (std::size_t i = 0; i < values.size(); ++i) {
-        const auto converted = convert_element<D>(values[i]);
-        if (!converted) return std::nullopt;
-        result[i] = *converted;
-    }
-    return Tensor::from_values(dtype_of<D>(), input.shape(), result);
-}
-
-/// `input` converted to `target`, or nullopt for dtypes the folder does not convert.
-[[nodiscard]] inline std::optional<Tensor> cast_tensor(const Tensor& input, DType target) {
-    return visit_element_type(input.dtype(), [&](auto source) {
-        return visit_element_type(target, [&](auto destination) -> std::optional<Tensor> {
-            return cast_typed<typename decltype(destination)::type, typename decltype(source)::type>(input);
-        });
-    });
-}
 
 inline FoldResult fold_cast(const FoldContext& c) {
     c.expect_inputs(1, 1);
@@ -164,36 +146,6 @@ struct TruncModOp {
     }
 };
 
-/// A comparison producing bool; `with_bool` says whether bool inputs are allowed (Equal).
-template <class Comparison, bool with_bool>
-struct Compare {
-    template <class T>
-    static constexpr bool supports = is_number_v<T> || (with_bool && std::is_same_v<T, BoolByte>);
-    template <class T>
-    static std::optional<BoolByte> apply(T a, T b) noexcept {
-        return BoolByte{static_cast<std::uint8_t>(Comparison{}(a, b) ? 1 : 0)};
-    }
-};
-using EqualOp = Compare<std::equal_to<>, true>;
-using LessOp = Compare<std::less<>, false>;
-using GreaterOp = Compare<std::greater<>, false>;
-using LessOrEqualOp = Compare<std::less_equal<>, false>;
-using GreaterOrEqualOp = Compare<std::greater_equal<>, false>;
-
-/// A logical op on bools.
-template <class Logic>
-struct Logical {
-    template <class T>
-    static constexpr bool supports = std::is_same_v<T, BoolByte>;
-    template <class T>
-    static std::optional<BoolByte> apply(T a, T b) noexcept {
-        return BoolByte{static_cast<std::uint8_t>(Logic{}(a.value != 0, b.value != 0) ? 1 : 0)};
-    }
-};
-using AndOp = Logical<std::logical_and<>>;
-using OrOp = Logical<std::logical_or<>>;
-using XorOp = Logical<std::not_equal_to<>>;
-
 /// Min/Max; a NaN operand gives NaN.
 template <bool is_max>
 struct Extremum {
@@ -262,12 +214,6 @@ struct SignOp {
             if (std::isnan(x)) return x;
         return static_cast<T>(T{0} < x ? 1 : (x < T{0} ? -1 : 0));
     }
-};
-struct NotOp {
-    template <class T>
-    static constexpr bool supports = std::is_same_v<T, BoolByte>;
-    template <class T>
-    static std::optional<T> apply(T x) noexcept { return BoolByte{static_cast<std::uint8_t>(x.value == 0 ? 1 : 0)}; }
 };
 
 }  // namespace rlflow::onnx_io::detail::folding

@@ -5,8 +5,8 @@
 /// Expand, Tile, Split, ConstantOfShape and Constant. They copy raw bytes, so they work on
 /// every fixed-size dtype.
 
+#include <rlflow/core/detail/typed_ops.hpp>
 #include <rlflow/onnx/detail/fold_context.hpp>
-#include <rlflow/onnx/detail/fold_elements.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -18,6 +18,9 @@
 #include <vector>
 
 namespace rlflow::onnx_io::detail::folding {
+
+// The element machinery and tensor-level evaluators the executor shares.
+using namespace rlflow::detail::typed;
 
 /// A 1-D int64 tensor.
 [[nodiscard]] inline Tensor int64_vector(const std::vector<std::int64_t>& values) {
@@ -61,27 +64,12 @@ inline FoldResult fold_gather(const FoldContext& c) {
     if (shape.rank() == 0) c.fail("data must have rank >= 1");
     const int axis = c.axis(c.int_attribute("axis", 0), shape.rank());
     const std::int64_t size = shape[axis];
-    const auto strides = row_major_strides(shape);
-    OffsetTable table;
-    std::vector<std::int64_t> dims;
-    for (int d = 0; d < axis; ++d) {
-        table.push_back(identity_offsets(shape[d], strides[static_cast<std::size_t>(d)]));
-        dims.push_back(shape[d]);
-    }
-    auto& picked = table.emplace_back();
-    for (const auto index : c.integers(1)) {
-        if (index < -size || index >= size)
-            c.fail("index " + std::to_string(index) + " out of range for axis of size " + std::to_string(size));
-        picked.push_back((index < 0 ? index + size : index) * strides[static_cast<std::size_t>(axis)]);
-    }
-    for (const auto d : c.value(1).shape().dims()) dims.push_back(d);
-    for (int d = axis + 1; d < shape.rank(); ++d) {
-        table.push_back(identity_offsets(shape[d], strides[static_cast<std::size_t>(d)]));
-        dims.push_back(shape[d]);
-    }
-    const auto output = bounded_shape(dims);
+    const auto indices = c.integers(1);
+    if (const auto bad = index_out_of_range(indices, size))
+        c.fail("index " + std::to_string(*bad) + " out of range for axis of size " + std::to_string(size));
+    const auto output = bounded_shape(gather_dims(shape, c.value(1).shape(), axis));
     if (!output) return std::nullopt;
-    return single(remap(data, table, *output));
+    return single(gather_tensor(data, indices, axis, *output));
 }
 
 /// GatherElements: out[i] = data[i with its `axis` coordinate replaced by indices[i]];
@@ -380,14 +368,7 @@ inline FoldResult fold_expand(const FoldContext& c) {
         c.fail("cannot broadcast " + data.shape().to_string() + " to " + list_to_string(*requested));
     const auto output = bounded_shape(broadcast->dims());
     if (!output) return std::nullopt;
-    const auto strides = row_major_strides(data.shape());
-    const int lead = output->rank() - data.shape().rank();
-    OffsetTable table;
-    for (int d = 0; d < output->rank(); ++d) {
-        const bool repeats = d < lead || data.shape()[d - lead] == 1;
-        table.push_back(identity_offsets((*output)[d], repeats ? 0 : strides[static_cast<std::size_t>(d - lead)]));
-    }
-    return single(remap(data, table, *output));
+    return single(expand_tensor(data, *output));
 }
 
 /// ScatterND without a reduction: a copy of data whose slices named by the last axis of

@@ -67,6 +67,38 @@ struct IgnorableAttribute {
     std::int64_t neutral;
 };
 
+/// Why the core op of `spec` cannot take these operands (nullopt: it can): an input with
+/// no known type, of an element type the op does not hold (holds_dtype: float32, and
+/// int32, int64 and bool in the typed ops and views), or with no static shape; for a typed
+/// op, element types or shapes its inference refuses (a bool Less, an int condition), so
+/// that such a node stays opaque with this reason rather than failing the import.
+[[nodiscard]] inline std::optional<std::string> operand_problem(const CoreNodeSpec& spec,
+                                                                std::span<const ImportOperand> operands,
+                                                                const std::string& where) {
+    std::vector<TensorType> types;
+    for (const std::size_t i : spec.tensor_inputs) {
+        if (i >= operands.size()) return "input " + std::to_string(i) + " is missing";
+        const ImportOperand& o = operands[i];
+        if (!o.type) return "input '" + o.name + "' has no known type";
+        if (!holds_dtype(spec.op, o.type->dtype))
+            return "input '" + o.name + "' is " + std::string(dtype_name(o.type->dtype))
+                   + "; core ops compute on float32, and the typed ops (Where, Cast, Gather, ...) on int32, int64 "
+                     "and bool as well";
+        if (!o.type->shape.is_static()) return "input '" + o.name + "' has no static shape (bind it with --dim)";
+        types.push_back(*o.type);
+    }
+    const OpTraits& traits = op_traits(spec.op);
+    if (!traits.has(op_flag_typed) || !spec.before.empty()) return std::nullopt;
+    try {
+        Attributes attributes = spec.attributes;
+        traits.normalize(attributes, types, where);
+        (void)traits.infer(OpContext{attributes, types, {}, where});
+    } catch (const shape_error& e) {
+        return std::string("input types outside what rlflow implements: ") + e.what();
+    }
+    return std::nullopt;
+}
+
 /// The first `count` present inputs, in order.
 [[nodiscard]] inline std::vector<std::size_t> first_inputs(const ImportContext& c, std::size_t count) {
     std::vector<std::size_t> out;
@@ -113,12 +145,7 @@ std::optional<CoreNodeSpec> import_direct(const ImportContext& c) {
 [[nodiscard]] inline std::optional<std::vector<std::int64_t>> constant_ints(const ImportContext& c, std::size_t i) {
     const Tensor* t = c.constant(i);
     if (!t) return std::nullopt;
-    if (t->dtype() == DType::Int64) return t->to_vector<std::int64_t>();
-    if (t->dtype() == DType::Int32) {
-        const auto v = t->to_vector<std::int32_t>();
-        return std::vector<std::int64_t>(v.begin(), v.end());
-    }
-    return std::nullopt;
+    return rlflow::detail::typed::integer_values(*t);
 }
 
 /// The value of a constant scalar float input, if it is one.
@@ -426,18 +453,14 @@ inline std::optional<CoreNodeSpec> import_slice(const ImportContext& c) {
     return chain(std::move(stages));
 }
 
-/// A Gather of a static tensor by constant indices that run up one by one (a single index,
-/// as a qkv split writes it) keeps a range of the axis: a Split part, then a Reshape where
-/// the indices' rank is not 1.
-inline std::optional<CoreNodeSpec> import_gather(const ImportContext& c) {
+/// A Gather of consecutive constant indices along an axis of float data: a part of a Split
+/// (and a Reshape where the index is a scalar or has rank > 1), which rewrites see through.
+[[nodiscard]] inline std::optional<CoreNodeSpec> gather_as_slice(const ImportContext& c, int axis) {
     const Shape* x = c.shape(0);
     const Tensor* indices_tensor = c.constant(1);
     const auto indices = constant_ints(c, 1);
-    if (!x || !indices || !indices_tensor || indices->empty() || c.node.attribute_size() > 1) return std::nullopt;
-    const std::int64_t axis_attribute = attribute_int(c.node, "axis", 0);
-    if (c.node.attribute_size() == 1 && c.node.attribute(0).name() != "axis") return std::nullopt;
-    if (axis_attribute < -x->rank() || axis_attribute >= x->rank()) return std::nullopt;
-    const int axis = static_cast<int>(axis_attribute < 0 ? axis_attribute + x->rank() : axis_attribute);
+    if (!x || !indices || !indices_tensor || indices->empty() || c.inputs[0].type->dtype != DType::Float32)
+        return std::nullopt;
     const std::int64_t dim = (*x)[axis];
     std::vector<std::int64_t> kept;
     for (const auto index : *indices) {
@@ -458,6 +481,37 @@ inline std::optional<CoreNodeSpec> import_gather(const ImportContext& c) {
         stages.push_back(CoreNodeSpec{OpKind::Reshape, {0}, Attributes{{"shape", out}}});
     }
     return chain(std::move(stages));
+}
+
+/// Gather: consecutive constant indices on float data become a slice (gather_as_slice);
+/// any other indices, constant or computed (token ids into an embedding), a core Gather.
+inline std::optional<CoreNodeSpec> import_gather(const ImportContext& c) {
+    const Shape* x = c.shape(0);
+    auto attributes = schema_attributes(c, OpKind::Gather);
+    if (!x || !attributes || x->rank() == 0 || c.inputs.size() != 2) return std::nullopt;
+    const std::int64_t axis_attribute = attributes->get_int("axis", 0);
+    if (axis_attribute < -x->rank() || axis_attribute >= x->rank()) return std::nullopt;
+    const int axis = static_cast<int>(axis_attribute < 0 ? axis_attribute + x->rank() : axis_attribute);
+    if (auto slice = gather_as_slice(c, axis)) return slice;
+    // Constant indices out of range make the model invalid (ONNX Runtime fails to run it).
+    if (const auto indices = constant_ints(c, 1); indices && rlflow::detail::typed::index_out_of_range(*indices, (*x)[axis]))
+        return std::nullopt;
+    attributes->set("axis", std::int64_t{axis});
+    return CoreNodeSpec{OpKind::Gather, {0, 1}, std::move(*attributes)};
+}
+
+/// Expand with a constant shape input (folded into the attribute "shape").
+inline std::optional<CoreNodeSpec> import_expand(const ImportContext& c) {
+    const auto shape = constant_ints(c, 1);
+    if (!shape || c.node.attribute_size() != 0 || c.inputs.size() != 2) return std::nullopt;
+    return CoreNodeSpec{OpKind::Expand, {0}, Attributes{{"shape", *shape}}};
+}
+
+/// Cast; opset 19's "saturate" only changes float8 conversions, which rlflow never runs.
+inline std::optional<CoreNodeSpec> import_cast(const ImportContext& c) {
+    auto attributes = schema_attributes(c, OpKind::Cast, {"saturate"});
+    if (!attributes || !attributes->has("to") || c.inputs.size() != 1) return std::nullopt;
+    return CoreNodeSpec{OpKind::Cast, {0}, std::move(*attributes)};
 }
 
 /// Dropout passes its input through at inference (no training_mode, or a constant false

@@ -378,13 +378,10 @@ inline bool Importer::import_core(const pb::NodeProto& n) {
     const std::string context = where(n);
     const auto spec = import(ImportContext{n, m_opset, operands, context});
     if (!spec) return false;
-    // Core ops compute on static float32 tensors; anything else stays opaque, and so does
-    // a node that lacks an input the core op reads (a Clip with no inputs at all).
-    for (const std::size_t i : spec->tensor_inputs) {
-        if (i >= operands.size()) return false;
-        const auto& type = operands[i].type;
-        if (!type || type->dtype != DType::Float32 || !type->shape.is_static()) return false;
-    }
+    // Core ops compute on static tensors of the element types they hold; anything else
+    // stays opaque, and so does a node that lacks an input the core op reads (a Clip with
+    // no inputs at all).
+    if (operand_problem(*spec, operands, context)) return false;
     // Which ONNX output each core output carries (-1: an internal part of a Split).
     std::vector<int> carried;
     const std::size_t core_outputs = spec->op == OpKind::Split ? spec->attributes.get_ints("split").size() : 1;

@@ -66,6 +66,16 @@ inline constexpr std::array<OnnxMapping, op_kind_count> onnx_mapping{{
     {OpKind::Resize, import_resize, export_resize},
     {OpKind::InstanceNormalization, import_instance_norm, export_direct},
     {OpKind::ConvTranspose, import_conv_transpose, export_direct},
+    {OpKind::Expand, import_expand, export_expand},
+    {OpKind::Gather, import_gather, export_direct},
+    {OpKind::Where, import_direct<OpKind::Where, 3>, export_direct},
+    {OpKind::Equal, import_direct<OpKind::Equal, 2>, export_direct},
+    {OpKind::Less, import_direct<OpKind::Less, 2>, export_direct},
+    {OpKind::Greater, import_direct<OpKind::Greater, 2>, export_direct},
+    {OpKind::Not, import_direct<OpKind::Not, 1>, export_direct},
+    {OpKind::And, import_direct<OpKind::And, 2>, export_direct},
+    {OpKind::Or, import_direct<OpKind::Or, 2>, export_direct},
+    {OpKind::Cast, import_cast, export_direct},
     {OpKind::Opaque, nullptr, nullptr},
 }};
 // clang-format on
@@ -87,8 +97,7 @@ struct OnnxAlias {
     std::string_view onnx_name;
     ImportFn import;
 };
-inline constexpr std::array<OnnxAlias, 5> onnx_aliases{{
-    {"Gather", import_gather},
+inline constexpr std::array<OnnxAlias, 4> onnx_aliases{{
     {"Dropout", import_dropout},
     {"Squeeze", import_squeeze},
     {"Unsqueeze", import_unsqueeze},

@@ -428,6 +428,16 @@ inline constexpr std::array<ExactKernelEntry, op_kind_count> exact_kernel_table{
     {OpKind::Resize, refused_kernel, never_exact},
     {OpKind::InstanceNormalization, refused_kernel, never_exact},
     {OpKind::ConvTranspose, refused_kernel, never_exact},
+    {OpKind::Expand, refused_kernel, never_exact},
+    {OpKind::Gather, refused_kernel, never_exact},
+    {OpKind::Where, refused_kernel, never_exact},
+    {OpKind::Equal, refused_kernel, never_exact},
+    {OpKind::Less, refused_kernel, never_exact},
+    {OpKind::Greater, refused_kernel, never_exact},
+    {OpKind::Not, refused_kernel, never_exact},
+    {OpKind::And, refused_kernel, never_exact},
+    {OpKind::Or, refused_kernel, never_exact},
+    {OpKind::Cast, refused_kernel, never_exact},
     {OpKind::Opaque, refused_kernel, never_exact},
 }};
 // clang-format on

@@ -1,8 +1,9 @@
 #pragma once
 /// \file
-/// Element-level machinery of the constant folder: C++ types for ONNX dtypes (dispatch by
-/// dtype), float16 and numeric conversions, wrapping integer arithmetic, numpy broadcast
-/// iteration and byte-level remapping of tensors (gather, slice, transpose, tile, expand).
+/// Element-level machinery shared by the ONNX importer's constant folder and the reference
+/// executor's typed ops: C++ types for ONNX dtypes (dispatch by dtype), float16 and numeric
+/// conversions, wrapping integer arithmetic, numpy broadcast iteration and byte-level
+/// remapping of tensors (gather, slice, transpose, tile, expand).
 
 #include <rlflow/core/shape.hpp>
 #include <rlflow/core/tensor.hpp>
@@ -20,7 +21,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace rlflow::onnx_io::detail::folding {
+namespace rlflow::detail::typed {
 
 /// An ONNX bool element: one byte holding 0 or 1 (std::vector<bool> would pack bits).
 struct BoolByte {
@@ -263,4 +264,4 @@ inline void remap_level(std::span<const std::byte> input, std::size_t element_si
     return Tensor::from_raw(input.dtype(), shape, input.raw());
 }
 
-}  // namespace rlflow::onnx_io::detail::folding
+}  // namespace rlflow::detail::typed
