@@ -128,6 +128,8 @@ TEST_CASE("inference refuses element types a typed op does not compute on") {
     CHECK_THROWS_AS(g.add_node(OpKind::Equal, {h, h}), rlflow::shape_error);          // float16 is carried only
     CHECK_THROWS_AS(g.add_node(OpKind::Cast, {f}, Attributes{{"to", std::int64_t{10}}}), rlflow::shape_error);
     CHECK_THROWS_AS(g.add_node(OpKind::Expand, {f}, Attributes{{"shape", Ints{2, 4}}}), rlflow::shape_error);
+    constexpr std::int64_t huge = std::int64_t{1} << 40;  // a shape from a file whose bytes overflow int64
+    CHECK_THROWS_AS(g.add_node(OpKind::Expand, {f}, Attributes{{"shape", Ints{huge, huge, 3}}}), rlflow::shape_error);
     CHECK(g.type({g.add_node(OpKind::Less, {i, i}), 0}) == TensorType{DType::Bool, {3}});
     CHECK(g.type({g.add_node(OpKind::Cast, {b}, Attributes{{"to", std::int64_t{1}}}), 0}) == TensorType{DType::Float32, {3}});
 }

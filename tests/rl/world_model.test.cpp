@@ -92,7 +92,10 @@ TEST_CASE("the world model learns deterministic transitions, and the latents of 
     // Of a latent in (-1, 1)^4, half the variance floor's spread; a collapsed encoder (no
     // floor) put these two graphs 0.004 apart.
     constexpr double apart = 0.1;
-    constexpr int steps = 1000, warm_up = 150, check_every = 25;
+    // Checked over the second half of training: early on the two latents may cross while
+    // they move apart (with 56 feature columns they passed 0.059 apart at step 175, then
+    // held 1.9-3.2 apart from step 250 on), which is not collapse.
+    constexpr int steps = 1000, warm_up = steps / 2, check_every = 25;
     rl::WorldModelLosses first, last;
     double closest = std::numeric_limits<double>::infinity();
     for (int step = 0; step < steps; ++step) {

@@ -252,6 +252,13 @@ struct Outcome {
     std::vector<std::string> proposed_by;
 };
 
+/// Brings `g` to the form optimize writes: dead nodes removed, weight-only subgraphs of
+/// known weights folded into new weights.
+inline void settle_as_written(Graph& g) {
+    g.remove_dead_nodes();
+    (void)exec::fold_weight_only(g);
+}
+
 /// The search's best graph and runners-up as they would be written: dead nodes removed,
 /// weight-only subgraphs of known weights folded into new weights. Only graphs the cost
 /// model prices below the input: one that costs the same (rewrites that cancel, or forms
@@ -266,10 +273,7 @@ inline std::vector<Outcome> candidate_outcomes(search::SearchResult& r, const st
     for (auto& runner : r.runners_up)
         if (runner.cost_ms < below)
             out.push_back({std::move(runner.graph), runner.cost_ms, runner.rewrites, runner.sequence, false, {proposer}});
-    for (Outcome& c : out) {
-        c.graph.remove_dead_nodes();
-        (void)exec::fold_weight_only(c.graph);
-    }
+    for (Outcome& c : out) settle_as_written(c.graph);
     return out;
 }
 
@@ -725,8 +729,7 @@ void propose_nchwc_groups(const Graph& original, cost::CostModel<Backend>& model
     const auto start = std::chrono::steady_clock::now();
     auto [widened, applied] = widen_groups(original, block);
     if (applied.empty()) return;
-    widened.remove_dead_nodes();
-    (void)exec::fold_weight_only(widened);
+    settle_as_written(widened);
     const std::string name = std::string(nchwc_groups_proposer) + ":" + std::to_string(block);
     std::vector<std::string> sequence;
     for (const auto& [rule, count] : applied) sequence.insert(sequence.end(), count, rule);

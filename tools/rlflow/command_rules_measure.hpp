@@ -171,8 +171,7 @@ public:
     void add(const MatchingFamily& family, const std::string& how, Graph g, const std::map<std::string, std::size_t>& applied,
              nlohmann::json extra) {
         if (applied.empty()) return;
-        g.remove_dead_nodes();
-        (void)exec::fold_weight_only(g);
+        settle_as_written(g);
         std::string form = canonical_form(written_back(g, m_as_optimize)).bytes;
         if (std::find(m_forms.begin(), m_forms.end(), form) != m_forms.end()) {
             skipped.push_back({{"family", family.name}, {"how", how}, {"matches", family.matches},

@@ -24,9 +24,12 @@
 namespace rlflow::detail::typed {
 
 /// An ONNX bool element: one byte holding 0 or 1 (std::vector<bool> would pack bits).
+/// Its comparisons are written out, not defaulted: nvcc's front end declares a defaulted
+/// operator== that it never defines.
 struct BoolByte {
     std::uint8_t value = 0;
-    friend constexpr auto operator<=>(BoolByte, BoolByte) = default;
+    friend constexpr bool operator==(BoolByte a, BoolByte b) noexcept { return a.value == b.value; }
+    friend constexpr auto operator<=>(BoolByte a, BoolByte b) noexcept { return a.value <=> b.value; }
 };
 /// An IEEE 754 binary16 element, held as its bits.
 struct Half {

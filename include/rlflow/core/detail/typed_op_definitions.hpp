@@ -44,6 +44,13 @@ struct ExpandOp {
             c.fail("cannot expand to shape " + ints_to_string(dims));
         const auto out = broadcast_shapes(c.in(0), Shape(dims));
         if (!out) c.fail("cannot expand " + c.in(0).to_string() + " to " + ints_to_string(dims));
+        // The shape comes from a file: its element count, and its bytes at the widest dtype,
+        // must not overflow int64.
+        constexpr std::int64_t widest = 16;
+        std::int64_t elements = widest;
+        for (int d = 0; d < out->rank(); ++d)
+            if (__builtin_mul_overflow(elements, (*out)[d], &elements))
+                c.fail("cannot expand to " + out->to_string() + ": more bytes than int64 counts");
         return detail::one(c.inputs[0].dtype, *out);
     }
 };

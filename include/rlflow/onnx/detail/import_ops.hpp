@@ -89,6 +89,10 @@ struct IgnorableAttribute {
     }
     const OpTraits& traits = op_traits(spec.op);
     if (!traits.has(op_flag_typed) || !spec.before.empty()) return std::nullopt;
+    const auto count = static_cast<int>(types.size());
+    if (count < traits.min_inputs || (traits.max_inputs >= 0 && count > traits.max_inputs))
+        return std::string(traits.name) + " takes " + std::to_string(traits.min_inputs) + " inputs, the node has "
+               + std::to_string(count);
     try {
         Attributes attributes = spec.attributes;
         traits.normalize(attributes, types, where);
