@@ -506,6 +506,39 @@ TEST_CASE("exact Pad, ReduceMean, Clip, Enlarge and MergeGConv equal the float e
     });
 }
 
+TEST_CASE("exact Slice, Expand, ReduceSum, ReduceMax, nearest Resize and LeakyRelu equal the float executor") {
+    const auto resize = [](std::string coordinates, std::string rounding, std::vector<double> scales) {
+        return Attributes{{"mode", std::string("nearest")},
+                          {"coordinate_transformation_mode", std::move(coordinates)},
+                          {"nearest_mode", std::move(rounding)},
+                          {"scales", std::move(scales)}};
+    };
+    check_cases({
+        {OpKind::Slice, {{2, 3, 5, 5}}, {}, {{"starts", Ints{0, 0, 0, 1}}, {"ends", Ints{2, 3, 5, 5}}, {"steps", Ints{1, 1, 2, 2}}}},
+        {OpKind::Slice, {{4, 6}}, {}, {{"starts", Ints{-1, 5}}, {"ends", Ints{-5, 0}}, {"steps", Ints{-2, -3}}}},
+        {OpKind::Slice, {{3, 4, 2}}, {}, {{"starts", Ints{1, 0, 0}}, {"ends", Ints{3, 100, 1}}}},
+        {OpKind::Expand, {{4}}, {}, {{"shape", Ints{2, 4}}}},
+        {OpKind::Expand, {{3, 1}}, {}, {{"shape", Ints{2, 1, 5}}}},
+        {OpKind::Expand, {{2, 3}}, {}, {{"shape", Ints{1}}}},
+        {OpKind::ReduceSum, {{2, 3, 4}}, {}, {{"axes", Ints{1}}}},
+        {OpKind::ReduceSum, {{2, 3, 4}}, {}, {{"axes", Ints{0, -1}}, {"keepdims", int_attr(0)}}, Match::exact, {.seed = 4}},
+        {OpKind::ReduceMax, {{2, 3, 4}}, {}, {{"axes", Ints{1}}}},
+        {OpKind::ReduceMax, {{2, 3, 4}}, {}, {}, Match::exact, {.seed = 9, .negative_inputs = true}},
+        {OpKind::ReduceMax, {{3, 5}}, {}, {{"axes", Ints{-1}}, {"keepdims", int_attr(0)}}, Match::exact, {.seed = 2, .input_scale = 0.25}},
+        {OpKind::Resize, {{1, 2, 3, 3}}, {}, resize("asymmetric", "floor", {1.0, 1.0, 2.0, 2.0})},
+        {OpKind::Resize, {{2, 1, 4, 6}}, {}, resize("half_pixel", "round_prefer_ceil", {1.0, 1.0, 0.5, 1.5})},
+        {OpKind::Resize, {{1, 1, 3, 5}}, {}, resize("align_corners", "round_prefer_floor", {1.0, 1.0, 3.0, 0.6})},
+        {OpKind::LeakyRelu, {{3, 4}}, {}, {{"alpha", 0.25}}, Match::exact, {.seed = 6, .input_scale = 0.5}},
+        {OpKind::LeakyRelu, {{2, 5}}, {}, {{"alpha", -1.5}}},
+    });
+}
+
+TEST_CASE("exact ReduceMax over an empty axis throws exact_error, as a float -infinity has no exact form") {
+    const Graph g = single_op(OpKind::ReduceMax, {{2, 0}}, {}, {{"axes", Ints{1}}});
+    std::map<std::string, ExactTensor> values{{"x0", ExactTensor::zeros(Shape{2, 0})}};
+    CHECK_THROWS_AS(synth::exact_run(g, values), exact_error);
+}
+
 TEST_CASE("exact_run runs a multi-op graph with weights from data or values and constants") {
     Graph g;
     const TensorRef x{g.add_input("x", f32({1, 4, 6, 6})), 0};
@@ -709,6 +742,16 @@ TEST_CASE("has_exact_form tells which ops and attributes have an exact form") {
     CHECK_FALSE(synth::has_exact_form(OpKind::Clip, {{"min", 0.1}}));
     CHECK(synth::has_exact_form(OpKind::Pad, {{"pads", Ints{1, 1}}, {"mode", std::string("constant")}}));
     CHECK_FALSE(synth::has_exact_form(OpKind::Pad, {{"pads", Ints{1, 1}}, {"mode", std::string("reflect")}}));
+    CHECK(synth::has_exact_form(OpKind::LeakyRelu, {{"alpha", 0.25}}));
+    CHECK_FALSE(synth::has_exact_form(OpKind::LeakyRelu, {{"alpha", 0.01}}));
+    CHECK_FALSE(synth::has_exact_form(OpKind::LeakyRelu, {}));  // ONNX's default alpha, 0.01
+    CHECK(synth::has_exact_form(OpKind::Resize, {{"mode", std::string("nearest")}}));
+    CHECK_FALSE(synth::has_exact_form(OpKind::Resize, {{"mode", std::string("linear")}}));
+    CHECK(synth::has_exact_form(OpKind::Slice, {}));
+    CHECK(synth::has_exact_form(OpKind::ReduceMax, {}));
+    CHECK(synth::has_exact_form(OpKind::Expand, {}));
+    CHECK_FALSE(synth::has_exact_form(OpKind::HardSwish, {}));
+    CHECK_FALSE(synth::has_exact_form(OpKind::Gather, {}));
     CHECK_FALSE(synth::has_exact_form(OpKind::Input, {}));
     CHECK_FALSE(synth::has_exact_form(OpKind::Opaque, {}));
 }

@@ -86,8 +86,8 @@ inline std::string proof_time_text(const RulesOptions& o, const synth::Generator
 /// Enumerates, prunes and verifies rules with the options of `o`; a progress bar per
 /// stage when `progress`.
 inline synth::GeneratedRules generate_rule_set(RulesOptions o, bool progress, AnyCommunicator comm = {}) {
-    synth::GeneratorSpace space = synth::default_generator_space();
-    if (!o.ops.empty()) space = synth::restrict_ops(space, o.ops);
+    const synth::GeneratorSpace space
+        = o.ops.empty() ? synth::default_generator_space() : synth::restrict_ops(synth::generator_space(), o.ops);
     o.generator.prove = !o.no_prove;
     if (!o.keep_builtin) o.generator.known_rules = std::make_shared<const rewrite::RuleSet>(rewrite::builtin_rules());
     std::unique_ptr<ProgressBar> bar;
@@ -139,7 +139,7 @@ inline void generate_command(const RulesOptions& o) {
 /// rule that fails, or whose variables are not generator variables.
 inline synth::GeneratorReport verify_rule_list(const std::vector<rewrite::Rule>& rules, const std::string& source,
                                                const RulesOptions& o, bool progress) {
-    const synth::GeneratorSpace space = synth::default_generator_space();
+    const synth::GeneratorSpace space = synth::generator_space();
     for (const rewrite::Rule& rule : rules)
         for (const std::string& v : rule.variables)
             RLFLOW_EXPECTS(std::any_of(space.variables.begin(), space.variables.end(),
@@ -214,7 +214,8 @@ inline void add_rules_command(CLI::App& app) {
     CLI::App* generate = rules->add_subcommand("generate", "Enumerate, verify and write substitution rules");
     generate->add_option("-o,--output", o->output, "the rules file to write (.pb binary, .rules text)")->required();
     generate->add_option("--max-ops", o->generator.max_ops, "most ops on a side (default 3)")->check(CLI::Range(1, 4));
-    generate->add_option("--ops", o->ops, "generator ops to use, comma-separated (default: all)")->delimiter(',');
+    generate->add_option("--ops", o->ops, "generator ops to use, comma-separated (default: TASO's space, every op but the extended ones: "
+                         "reducesum1, reducemean1, reducemax1, upsample2)")->delimiter(',');
     generate->add_option("--jobs", o->generator.jobs, "worker threads")->check(CLI::PositiveNumber);
     generate->add_option("--seed", o->generator.seed, "seed of the exact and float inputs");
     generate->add_option("--timeout-ms", o->generator.proof_timeout_ms, "Z3 time limit per rule");

@@ -10,6 +10,7 @@
 /// and max pools.
 
 #include <rlflow/core/attributes.hpp>
+#include <rlflow/core/detail/op_definitions.hpp>
 #include <rlflow/core/error.hpp>
 #include <rlflow/core/op_kind.hpp>
 #include <rlflow/core/shape.hpp>
@@ -52,6 +53,10 @@ struct GeneratorOp {
     std::size_t arity = 1;
     AttributeBuilder attributes;
     RoleSignature roles;
+    /// An op of the extended space (ops of modern exports past TASO's inputs): enumerated
+    /// only when `--ops` names it, so that the default space, and the library generated
+    /// from it, stay TASO's.
+    bool extended = false;
 };
 
 /// The fixed value of a generator constant: `fill` (rewrite/constant_tensor.hpp) with the value
@@ -192,17 +197,50 @@ inline AttributeBuilder matrix_builder() {
     };
 }
 
+/// A reduction over the last axis of a matrix, keeping it (a row's sum, mean or max).
+inline AttributeBuilder row_reduce_builder() {
+    return [](std::span<const TensorType> in) -> std::optional<Attributes> {
+        if (in[0].shape.rank() != 2) return std::nullopt;
+        Attributes a;
+        a.set("axes", std::vector<std::int64_t>{1});
+        a.set("keepdims", std::int64_t{1});
+        return a;
+    };
+}
+
+/// Nearest 2x upsampling of an image as PyTorch's nn.Upsample exports it (asymmetric
+/// coordinates, floor), in Resize's canonical form.
+inline AttributeBuilder upsample_builder() {
+    return [](std::span<const TensorType> in) -> std::optional<Attributes> {
+        if (in[0].shape.rank() != 4) return std::nullopt;
+        Attributes a;
+        a.set("mode", std::string("nearest"));
+        a.set("coordinate_transformation_mode", std::string("asymmetric"));
+        a.set("nearest_mode", std::string("floor"));
+        a.set("scales", std::vector<double>{1.0, 1.0, 2.0, 2.0});
+        ::rlflow::detail::ResizeOp::normalize(a, in, "generator op upsample2");
+        return a;
+    };
+}
+
 inline AttributeBuilder no_attributes() {
     return [](std::span<const TensorType>) -> std::optional<Attributes> { return Attributes{}; };
 }
 
 }  // namespace detail
 
-/// TASO's generator inputs (Jia et al., SOSP 2019), two variables of each kind: matrices
-/// (2,4), square weights (4,4), images (2,4,5,5), conv kernels 3x3, 1x1, 1x3, 3x1 and a
-/// depthwise 3x3 (4,1,3,3), a scalar (shape {1}) and biases (4); and TASO's constants: a
-/// 3x3 identity kernel, a depthwise 3x3 average-pooling kernel, an identity matrix and ones.
-[[nodiscard]] inline GeneratorSpace default_generator_space() {
+/// Every op the generator knows: TASO's generator inputs (Jia et al., SOSP 2019), two
+/// variables of each kind: matrices (2,4), square weights (4,4), images (2,4,5,5), conv
+/// kernels 3x3, 1x1, 1x3, 3x1 and a depthwise 3x3 (4,1,3,3), a scalar (shape {1}) and
+/// biases (4); TASO's constants: a 3x3 identity kernel, a depthwise 3x3 average-pooling
+/// kernel, an identity matrix and ones; TASO's ops; and the extended ops, ops of modern
+/// exports with an exact form and axioms: row sums, means and maxima, and nearest 2x
+/// upsampling. Not among them: LeakyRelu, HardSigmoid and HardSwish, whose constants
+/// (0.01, 0.2, 1/6 as float32) have no exact form, so the generator could not tell their
+/// graphs apart exactly; and strided Slice and Expand, whose attributes hold the
+/// enumeration's dims in a form no rule term spells for every shape (a canonical Slice of
+/// every other row ends at dim or dim - 1 by parity).
+[[nodiscard]] inline GeneratorSpace generator_space() {
     using detail::float_tensor;
     GeneratorSpace space;
     const auto add = [&](const std::string& name, Shape shape, int count, TensorRole role) {
@@ -264,7 +302,19 @@ inline AttributeBuilder no_attributes() {
         {"enlarge", OpKind::Enlarge, 1, detail::enlarge_builder(), on_weight},
         {"avgpool", OpKind::AveragePool, 1, detail::pool_builder(true), on_data},
         {"maxpool", OpKind::MaxPool, 1, detail::pool_builder(false), on_data},
+        {"reducesum1", OpKind::ReduceSum, 1, detail::row_reduce_builder(), unary, true},
+        {"reducemean1", OpKind::ReduceMean, 1, detail::row_reduce_builder(), unary, true},
+        {"reducemax1", OpKind::ReduceMax, 1, detail::row_reduce_builder(), on_data, true},
+        {"upsample2", OpKind::Resize, 1, detail::upsample_builder(), on_data, true},
     };
+    return space;
+}
+
+/// TASO's space: generator_space() without the extended ops. `rlflow rules generate`
+/// enumerates it unless `--ops` names ops.
+[[nodiscard]] inline GeneratorSpace default_generator_space() {
+    GeneratorSpace space = generator_space();
+    std::erase_if(space.ops, [](const GeneratorOp& op) { return op.extended; });
     return space;
 }
 

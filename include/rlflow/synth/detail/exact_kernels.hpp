@@ -13,6 +13,7 @@
 #include <rlflow/core/op_traits.hpp>
 #include <rlflow/core/shape.hpp>
 #include <rlflow/exec/detail/gemm.hpp>
+#include <rlflow/exec/detail/layout.hpp>
 #include <rlflow/exec/detail/view.hpp>
 #include <rlflow/exec/detail/window.hpp>
 
@@ -178,28 +179,60 @@ void broadcast_binary(const T* a, const Shape& a_shape, const T* b, const Shape&
     });
 }
 
-/// Copies `x` broadcast to `y_shape` into `y`.
+/// Walks `y` (of `y_shape`) in order, reading `x` through `source` strides (the input
+/// stride of a step along each output axis): the one loop under broadcasting, transposes
+/// and strided slices.
 template <class T>
-void broadcast_copy(const T* x, const Shape& x_shape, T* y, const Shape& y_shape) {
+void strided_copy(const T* x, const Strides& source, T* y, const Shape& y_shape) {
     using namespace ::rlflow::detail;
-    const std::array<Strides, 2> strides{contiguous_strides(y_shape), broadcast_strides(x_shape, y_shape)};
+    const std::array<Strides, 2> strides{contiguous_strides(y_shape), source};
     const std::int64_t step = inner_stride(y_shape, strides[1]);
     for_each_row(y_shape, strides, [&](const std::array<std::int64_t, 2>& at, std::int64_t length) {
         for (std::int64_t i = 0; i < length; ++i) y[at[0] + i] = x[at[1] + i * step];
     });
 }
 
+/// Copies `x` broadcast to `y_shape` into `y` (Expand, and Gemm's C).
+template <class T>
+void broadcast_copy(const T* x, const Shape& x_shape, T* y, const Shape& y_shape) {
+    strided_copy(x, ::rlflow::detail::broadcast_strides(x_shape, y_shape), y, y_shape);
+}
+
 /// Transpose: walks y in order, reading x through permuted strides.
 template <class T>
 void transpose(const T* x, const Shape& x_shape, T* y, const Shape& y_shape, std::span<const std::int64_t> perm) {
-    using namespace ::rlflow::detail;
-    const Strides source = contiguous_strides(x_shape);
-    std::array<Strides, 2> strides{contiguous_strides(y_shape), {}};
-    for (std::size_t i = 0; i < perm.size(); ++i) strides[1][i] = source[static_cast<std::size_t>(perm[i])];
-    const std::int64_t step = inner_stride(y_shape, strides[1]);
-    for_each_row(y_shape, strides, [&](const std::array<std::int64_t, 2>& at, std::int64_t length) {
-        for (std::int64_t i = 0; i < length; ++i) y[at[0] + i] = x[at[1] + i * step];
-    });
+    const Strides source = ::rlflow::detail::contiguous_strides(x_shape);
+    Strides permuted{};
+    for (std::size_t i = 0; i < perm.size(); ++i) permuted[i] = source[static_cast<std::size_t>(perm[i])];
+    strided_copy(x, permuted, y, y_shape);
+}
+
+/// Slice with steps, read where the float executor reads (exec's slice_source).
+template <class T>
+void strided_slice(const T* x, const Shape& x_shape, T* y, const Shape& y_shape, const Attributes& attributes) {
+    const ::rlflow::detail::SliceSource source = ::rlflow::detail::slice_source(attributes, x_shape);
+    strided_copy(x + source.base, source.strides, y, y_shape);
+}
+
+/// Resize whose every output element reads one input element (nearest, or linear where no
+/// tap blends two): the input offset of each, from exec's resize_plan. Returns false,
+/// writing nothing, when some axis blends (its weights are floats).
+template <class T>
+[[nodiscard]] bool resize_unblended(const T* x, const Shape& x_shape, T* y, const Shape& y_shape, const Attributes& attributes) {
+    const ::rlflow::detail::ResizePlan plan = ::rlflow::detail::resize_plan(attributes, x_shape, y_shape);
+    if (plan.blended != 0) return false;
+    std::array<std::int64_t, Shape::max_rank> at{};
+    const auto rank = static_cast<std::size_t>(plan.rank);
+    for (std::int64_t i = 0; i < y_shape.numel(); ++i) {
+        std::int64_t offset = 0;
+        for (std::size_t d = 0; d < rank; ++d) offset += plan.low[static_cast<std::size_t>(plan.first_tap[d] + at[d])];
+        y[i] = x[offset];
+        for (std::size_t d = rank; d-- > 0;) {  // the next output coordinate, row-major
+            if (++at[d] < plan.out_dims[d]) break;
+            at[d] = 0;
+        }
+    }
+    return true;
 }
 
 /// The layout Concat and Split share (the executor's for_each_axis_chunk): along `axis`
@@ -481,15 +514,22 @@ void pool_windows(const T* x, const Shape& x_shape, T* y, const Shape& y_shape, 
                 *y++ = finish(reduce_window(x + p * plane_size, window, oh, ow, combine));
 }
 
-/// Adds every element of x into sums[position with the reduced axes dropped]: `kept` is
-/// x's shape with each reduced dimension set to 1, `sums` (kept.numel() zeros) its layout.
-template <class T>
-void reduce_sums(const T* x, const Shape& x_shape, const Shape& kept, T* sums) {
+/// Combines every element of x into out[position with the reduced axes dropped]: `kept`
+/// is x's shape with each reduced dimension set to 1, `out` (kept.numel() values) its
+/// layout. The first element of a group is stored as it is, the rest combined into it
+/// (`out` keeps its value where a group is empty).
+template <class T, class Combine>
+void reduce_groups(const T* x, const Shape& x_shape, const Shape& kept, T* out, Combine&& combine) {
     using namespace ::rlflow::detail;
     const std::array<Strides, 2> strides{contiguous_strides(x_shape), broadcast_strides(kept, x_shape)};
     const std::int64_t step = inner_stride(x_shape, strides[1]);
+    std::vector<bool> seen(static_cast<std::size_t>(kept.numel()), false);
     for_each_row(x_shape, strides, [&](const std::array<std::int64_t, 2>& at, std::int64_t length) {
-        for (std::int64_t i = 0; i < length; ++i) sums[at[1] + i * step] = sums[at[1] + i * step] + x[at[0] + i];
+        for (std::int64_t i = 0; i < length; ++i) {
+            const std::int64_t j = at[1] + i * step;
+            out[j] = seen[static_cast<std::size_t>(j)] ? combine(out[j], x[at[0] + i]) : x[at[0] + i];
+            seen[static_cast<std::size_t>(j)] = true;
+        }
     });
 }
 

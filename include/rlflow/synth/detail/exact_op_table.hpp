@@ -265,24 +265,63 @@ inline void global_average_pool_kernel(const ExactArgs& args) {
     }
 }
 
-/// ReduceSum, and ReduceMean (`Mean`): sums into the keepdims layout (the same as the
-/// output's either way); the mean then divides by the number of elements per output.
+/// Every axis of `x`, reduced ones (by the normalised "axes"; empty: all) set to 1: the
+/// keepdims layout, the same as the output's either way.
+[[nodiscard]] inline Shape kept_shape(const Attributes& attributes, const Shape& x) {
+    const auto& axes = attributes.get_ints("axes");
+    Shape kept;
+    for (int i = 0; i < x.rank(); ++i) {
+        const bool reduced = axes.empty() || std::any_of(axes.begin(), axes.end(), [&](std::int64_t axis) {
+                                 return x.normalize_axis(axis) == i;
+                             });
+        kept.push_back(reduced ? 1 : x[i]);
+    }
+    return kept;
+}
+
+/// ReduceSum, and ReduceMean (`Mean`): the mean divides each sum by the number of elements
+/// per output.
 template <bool Mean>
 void reduce_sum_kernel(const ExactArgs& args) {
     const ExactTensor& x = args.input(0);
     ExactTensor& y = args.output();
-    const auto& axes = args.attributes.get_ints("axes");
-    Shape kept;
-    for (int i = 0; i < x.shape.rank(); ++i) {
-        const bool reduced = axes.empty() || std::any_of(axes.begin(), axes.end(), [&](std::int64_t axis) {
-                                 return x.shape.normalize_axis(axis) == i;
-                             });
-        kept.push_back(reduced ? 1 : x.shape[i]);
-    }
-    reduce_sums(x.values.data(), x.shape, kept, y.values.data());
+    const Shape kept = kept_shape(args.attributes, x.shape);
+    reduce_groups(x.values.data(), x.shape, kept, y.values.data(), std::plus<>{});
     if (!Mean) return;
     const std::int64_t count = x.shape.numel() / std::max<std::int64_t>(kept.numel(), 1);
     for (Exact& v : y.values) v = v.divided_by(count);
+}
+
+/// ReduceMax: the float kernel's -infinity over an empty group has no exact form.
+inline void reduce_max_kernel(const ExactArgs& args) {
+    const ExactTensor& x = args.input(0);
+    if (x.shape.numel() == 0 && !args.output().values.empty())
+        throw exact_error("ReduceMax over no elements gives -infinity, which has no exact form");
+    reduce_groups(x.values.data(), x.shape, kept_shape(args.attributes, x.shape), args.output().values.data(),
+                  [](const Exact& acc, const Exact& v) { return v > acc ? v : acc; });
+}
+
+inline void slice_kernel(const ExactArgs& args) {
+    strided_slice(args.input(0).values.data(), args.input(0).shape, args.output().values.data(), args.output().shape,
+                  args.attributes);
+}
+
+inline void expand_kernel(const ExactArgs& args) {
+    broadcast_copy(args.input(0).values.data(), args.input(0).shape, args.output().values.data(), args.output().shape);
+}
+
+/// Resize in nearest mode: each output element copies one input element.
+inline void resize_kernel(const ExactArgs& args) {
+    [[maybe_unused]] const bool copied = resize_unblended(args.input(0).values.data(), args.input(0).shape, args.output().values.data(),
+                                                          args.output().shape, args.attributes);
+    RLFLOW_ASSERT(copied);  // nearest taps never blend
+}
+
+/// LeakyRelu: x where x >= 0, alpha * x below (alpha was checked representable).
+inline void leaky_relu_kernel(const ExactArgs& args) {
+    const Exact alpha = Exact::from_double(float_attribute(args.attributes, "alpha", 0.01));
+    std::transform(args.input(0).values.begin(), args.input(0).values.end(), args.output().values.begin(),
+                   [&](const Exact& v) { return v.is_negative() ? alpha * v : v; });
 }
 
 inline void concat_kernel(const ExactArgs& args) {
@@ -368,6 +407,17 @@ inline std::string clip_refusal(OpKind, const Attributes& attributes) {
     return reason.empty() ? float_refusal(attributes, "max", std::numeric_limits<double>::infinity(), true) : reason;
 }
 
+inline std::string leaky_relu_refusal(OpKind, const Attributes& attributes) {
+    return float_refusal(attributes, "alpha", 0.01, false);
+}
+
+/// Linear Resize weighs neighbours with float32 weights computed from float coordinates;
+/// nearest only copies.
+inline std::string resize_refusal(OpKind, const Attributes& attributes) {
+    const std::string mode = attributes.get_or<std::string>("mode", "nearest");
+    return mode == "nearest" ? std::string{} : "Resize mode '" + mode + "' weighs neighbours in float (only 'nearest' is exact)";
+}
+
 inline std::string pad_refusal(OpKind, const Attributes& attributes) {
     const std::string mode = attributes.get_or<std::string>("mode", "constant");
     if (mode != "constant") return "mode '" + mode + "' is not supported exactly (only 'constant')";
@@ -420,15 +470,15 @@ inline constexpr std::array<ExactKernelEntry, op_kind_count> exact_kernel_table{
     {OpKind::MergeGConv, merge_gconv_kernel, always_exact},
     {OpKind::HardSigmoid, refused_kernel, never_exact},
     {OpKind::HardSwish, refused_kernel, never_exact},
-    {OpKind::LeakyRelu, refused_kernel, never_exact},
-    {OpKind::Slice, refused_kernel, never_exact},
+    {OpKind::LeakyRelu, leaky_relu_kernel, leaky_relu_refusal},
+    {OpKind::Slice, slice_kernel, always_exact},
     {OpKind::ReduceSum, reduce_sum_kernel<false>, always_exact},
-    {OpKind::ReduceMax, refused_kernel, never_exact},
+    {OpKind::ReduceMax, reduce_max_kernel, always_exact},
     {OpKind::Gelu, refused_kernel, never_exact},
-    {OpKind::Resize, refused_kernel, never_exact},
+    {OpKind::Resize, resize_kernel, resize_refusal},
     {OpKind::InstanceNormalization, refused_kernel, never_exact},
     {OpKind::ConvTranspose, refused_kernel, never_exact},
-    {OpKind::Expand, refused_kernel, never_exact},
+    {OpKind::Expand, expand_kernel, always_exact},
     {OpKind::Gather, refused_kernel, never_exact},
     {OpKind::Where, refused_kernel, never_exact},
     {OpKind::Equal, refused_kernel, never_exact},

@@ -109,6 +109,32 @@ inline void generalize_split_sizes(Rule& rule) {
     }
 }
 
+/// Resize sizes in terms of the matched tensors, so a rule found on 5x5 images applies to
+/// any: a source Resize leaves "sizes" open (its literal scales and its input fix them), and
+/// a target Resize that is a rule output takes the dims of the source output it replaces,
+/// so it reproduces that Resize's input and output extents and with them its taps. False
+/// when a target Resize is not a rule output: nothing in the rule says its extents.
+[[nodiscard]] inline bool generalize_resize_sizes(Rule& rule) {
+    for (PatternNode& n : rule.source)
+        if (n.op == OpKind::Resize)
+            std::erase_if(n.attributes, [](const PatternAttribute& a) { return a.name == "sizes"; });
+    for (std::uint32_t i = 0; i < rule.target.size(); ++i) {
+        PatternNode& n = rule.target[i];
+        if (n.op != OpKind::Resize) continue;
+        const auto mapped = std::find_if(rule.outputs.begin(), rule.outputs.end(),
+                                         [&](const OutputMapping& m) { return m.target == PatternRef::node(i, 0); });
+        if (mapped == rule.outputs.end()) return false;
+        std::vector<IntTerm> sizes;
+        for (const PatternAttribute& a : n.attributes)
+            if (a.name == "sizes")
+                for (std::size_t d = 0; d < std::get<std::vector<std::int64_t>>(a.value.literal).size(); ++d)
+                    sizes.push_back(IntTerm::dim(mapped->source, static_cast<int>(d)));
+        for (PatternAttribute& a : n.attributes)
+            if (a.name == "sizes") a.value = AttrExpr::of_ints(sizes);
+    }
+    return true;
+}
+
 /// The rule `name` of candidate `c`: variables named after the space's, in order of first
 /// use in the canonical text; nullopt if a constant of it cannot be shaped.
 [[nodiscard]] inline std::optional<Rule> candidate_rule(const std::vector<GenGraph>& graphs, const Candidate& c,
@@ -139,6 +165,7 @@ inline void generalize_split_sizes(Rule& rule) {
     rule.target = std::move(*target);
     for (const std::size_t i : order) rule.outputs.push_back({source_refs.at(a.outputs[i]), target_refs.at(b.outputs[i])});
     generalize_split_sizes(rule);
+    if (!generalize_resize_sizes(rule)) return std::nullopt;
     validate_rule(rule);
     return rule;
 }

@@ -9,6 +9,7 @@
 #include <rlflow/synth/axiom.hpp>
 #include <rlflow/synth/detail/prover_axioms_elementwise.hpp>
 #include <rlflow/synth/detail/prover_axioms_linear.hpp>
+#include <rlflow/synth/detail/prover_axioms_model.hpp>
 #include <rlflow/synth/detail/prover_axioms_movement.hpp>
 #include <rlflow/synth/detail/prover_constants.hpp>
 #include <rlflow/synth/detail/rewrite_names.hpp>
@@ -46,8 +47,19 @@ namespace rlflow::synth::detail {
         = {{"1x1", "[1, 1]", "[0, 0, 0, 0]"}, {"1x3", "[1, 3]", "[0, 1, 0, 1]"}, {"3x1", "[3, 1]", "[1, 0, 1, 0]"}};
     for (const auto& [name, kernel, pads] : small_kernels)
         text += substitute(std::string(literal_enlarge_axiom), {{"name", name}, {"kernel", kernel}, {"pads", pads}});
+    constexpr std::pair<std::string_view, std::string_view> reductions[]
+        = {{"ReduceSum", "reduce_sum"}, {"ReduceMean", "reduce_mean"}, {"ReduceMax", "reduce_max"}};
+    for (const auto& [op, name] : reductions) {
+        if (op != "ReduceMax") text += substitute(std::string(linear_reduce_axioms), {{"op", op}, {"name", name}});
+        text += substitute(std::string(reduce_concat_axiom), {{"op", op}, {"name", name}});
+    }
+    for (const auto& [op, name] : {std::pair<std::string_view, std::string_view>{"Add", "add"}, {"Mul", "mul"}})
+        text += substitute(std::string(binary_movement_axioms), {{"op", op}, {"name", name}});
+    for (const bool bias : {false, true})
+        text += substitute(std::string(pointwise_conv_resize_axiom), {{"suffix", bias ? "_bias" : ""}, {"bias", bias ? ", b" : ""}});
     for (const std::string_view part : {elementwise_axioms, scalar_axioms, relu_axioms, conv_axioms, enlarge_axioms,
-                                        matmul_axioms, movement_axioms})
+                                        matmul_axioms, movement_axioms, reduce_sum_matmul_axioms, reduce_sum_concat_axiom,
+                                        movement_model_axioms})
         text += part;
     return text + constant_axioms_text();
 }
@@ -105,6 +117,31 @@ inline constexpr std::string_view matmul_right_instances = "x=(2,3) y=(2,3) z=(3
 inline constexpr std::string_view matmul_column_instances = "x=(3,4) y=(4,5) z=(4,2); x=(2,3,4) y=(4,1) z=(4,3); x=(4,) y=(4,2) z=(4,3)";
 inline constexpr std::string_view matmul_column_triple_instances
     = "x=(3,4) y=(4,5) z=(4,2) u=(4,1); x=(2,3,4) y=(4,1) z=(4,3) u=(4,2); x=(4,) y=(4,2) z=(4,3) u=(4,1)";
+
+inline constexpr std::string_view reduce_pair_instances = "x=(2,3) y=(2,3) $a=[1] $k=1; x=(2,3,4) y=(2,3,4) $a=[0, 2] $k=0";
+inline constexpr std::string_view reduce_scalar_instances = "x=(2,3) s=() $a=[1] $k=1; x=(2,3,4) s=() $a=[0, 2] $k=0";
+inline constexpr std::string_view reduce_row_concat_instances = "x=(2,3) y=(4,3) $k=1; x=(1,2) y=(3,2) $k=0";
+// Canonical Slice attributes (SliceOp): ends one past the last index read.
+inline constexpr std::string_view slice_instances
+    = "x=(4,6) $b=[0, 1] $e=[3, 6] $t=[2, 2]; x=(2,3,5,5) $b=[0, 0, 0, 0] $e=[2, 3, 5, 5] $t=[1, 1, 2, 2]";
+inline constexpr std::string_view slice_pair_instances
+    = "x=(4,6) y=(4,6) $b=[0, 1] $e=[3, 6] $t=[2, 2]; x=(2,3,5,5) y=(2,3,5,5) $b=[1, 0, 0, 0] $e=[2, 3, 5, 5] $t=[1, 1, 2, 2]";
+inline constexpr std::string_view expand_pair_instances = "x=(4,) y=(4,) $s=[2, 4]; x=(3,1) y=(3,1) $s=[2, 1, 5]";
+inline constexpr std::string_view resize_instances = R"(
+x=(1,2,3,3) $c="asymmetric" $n="floor" $f=[1, 1, 2, 2] $o=[1, 2, 6, 6]
+x=(2,1,2,4) $c="half_pixel" $n="round_prefer_floor" $f=[1, 1, 1.5, 0.5] $o=[2, 1, 3, 2])";
+inline constexpr std::string_view resize_pair_instances = R"(
+x=(1,2,3,3) y=(1,2,3,3) $c="asymmetric" $n="floor" $f=[1, 1, 2, 2] $o=[1, 2, 6, 6]
+x=(2,1,2,4) y=(2,1,2,4) $c="half_pixel" $n="round_prefer_ceil" $f=[1, 1, 1.5, 0.5] $o=[2, 1, 3, 2])";
+inline constexpr std::string_view resize_concat_instances = R"(
+x=(1,2,3,3) y=(1,1,3,3) $c="asymmetric" $n="floor" $o=[1, 2, 6, 6] $w=[1, 1, 6, 6]
+x=(2,1,2,4) y=(2,3,2,4) $c="half_pixel" $n="round_prefer_ceil" $o=[2, 1, 4, 8] $w=[2, 3, 4, 8])";
+inline constexpr std::string_view pointwise_conv_resize_instances = R"(
+x=(1,4,3,3) w=(6,4,1,1) $c="asymmetric" $n="floor" $o=[1, 4, 6, 6] $d=[1, 1] $g=1 $a=1
+x=(2,4,2,3) w=(4,2,1,1) $c="half_pixel" $n="round_prefer_floor" $o=[2, 4, 4, 6] $d=[2, 1] $g=2 $a=0)";
+inline constexpr std::string_view pointwise_conv_resize_bias_instances = R"(
+x=(1,4,3,3) w=(6,4,1,1) b=(6,) $c="asymmetric" $n="floor" $o=[1, 4, 6, 6] $d=[1, 1] $g=1 $a=1
+x=(2,4,2,3) w=(4,2,1,1) b=(4,) $c="half_pixel" $n="round_prefer_floor" $o=[2, 4, 4, 6] $d=[2, 1] $g=2 $a=2)";
 
 /// Every axiom with its instances and guard; an axiom missing here is reported invalid.
 inline constexpr AxiomSpec prover_axiom_specs[] = {
@@ -190,6 +227,31 @@ x=(2,4,7,7) w=(4,2,1,3) s=() $k=[1,3] $st=[2,2] $p=[0,1,0,1] $d=[2,1] $g=2)"},
     {"matmul_identity_left", matmul_identity_left_instances},
     {"matmul_identity_left_vector", matmul_identity_left_vector_instances},
     {"mul_by_ones", mul_by_ones_instances},
+    {"reduce_sum_of_add", reduce_pair_instances},
+    {"add_of_reduce_sums", reduce_pair_instances},
+    {"reduce_sum_of_scalar_mul", reduce_scalar_instances},
+    {"reduce_mean_of_add", reduce_pair_instances},
+    {"add_of_reduce_means", reduce_pair_instances},
+    {"reduce_mean_of_scalar_mul", reduce_scalar_instances},
+    {"reduce_sum_of_row_concat", reduce_row_concat_instances},
+    {"reduce_mean_of_row_concat", reduce_row_concat_instances},
+    {"reduce_max_of_row_concat", reduce_row_concat_instances},
+    {"reduce_sum_of_matmul_columns", "x=(2,3) y=(3,4); x=(1,5) y=(5,2)"},
+    {"reduce_sum_of_matmul_rows", "x=(2,3) y=(3,4); x=(1,5) y=(5,2)"},
+    {"reduce_sum_of_column_concat", "x=(2,3) y=(2,4); x=(3,1) y=(3,2)"},
+    {"relu_of_slice", slice_instances},
+    {"slice_of_add", slice_pair_instances},
+    {"slice_of_mul", slice_pair_instances},
+    {"slice_of_scalar_mul",
+     "x=(4,6) s=() $b=[0, 1] $e=[3, 6] $t=[2, 2]; x=(2,3,5,5) s=() $b=[0, 0, 0, 0] $e=[2, 3, 5, 5] $t=[1, 1, 2, 2]"},
+    {"relu_of_expand", "x=(4,) $s=[2, 4]; x=(3,1) $s=[2, 3, 4]"},
+    {"add_of_expands", expand_pair_instances},
+    {"mul_of_expands", expand_pair_instances},
+    {"relu_of_nearest_resize", resize_instances},
+    {"add_of_nearest_resizes", resize_pair_instances},
+    {"channel_concat_of_nearest_resizes", resize_concat_instances},
+    {"pointwise_conv_of_upsample", pointwise_conv_resize_instances},
+    {"pointwise_conv_of_upsample_bias", pointwise_conv_resize_bias_instances},
 };
 
 /// The spec of the axiom called `name`, if any.

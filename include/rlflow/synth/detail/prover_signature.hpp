@@ -89,7 +89,7 @@ public:
     explicit Signature(z3::context& context)
         : m_context(context), m_tensor(context.uninterpreted_sort("Tensor")), m_int(context.int_sort()),
           m_ints(context.uninterpreted_sort("Ints")), m_scalar(context.uninterpreted_sort("Float")),
-          m_text(context.uninterpreted_sort("String")), m_shape(context.function("shape", m_tensor, m_ints)),
+          m_text(context.uninterpreted_sort("String")), m_floats(context.uninterpreted_sort("Floats")), m_shape(context.function("shape", m_tensor, m_ints)),
           m_length(context.function("length", m_ints, m_int)), m_element(context.function("element", m_ints, m_int, m_int)),
           m_defined(context.function("defined", m_tensor, context.bool_sort())),
           m_compose(context.function("compose", m_ints, m_ints, m_ints)) {}
@@ -105,6 +105,7 @@ public:
             case AttributeType::Float: return m_scalar;
             case AttributeType::String: return m_text;
             case AttributeType::Ints: return m_ints;
+            case AttributeType::Floats: return m_floats;
             default: return std::nullopt;
         }
     }
@@ -170,12 +171,13 @@ public:
         if (const auto* i = std::get_if<std::int64_t>(&value)) return m_context.int_val(*i);
         if (const auto* ints_value = std::get_if<std::vector<std::int64_t>>(&value)) return ints(*ints_value);
         if (const auto* f = std::get_if<double>(&value)) return named_literal(m_scalars, float_name(*f), m_scalar);
+        if (const auto* fs = std::get_if<std::vector<double>>(&value)) return named_literal(m_float_lists, floats_name(*fs), m_floats);
         return named_literal(m_texts, quoted_string(std::get<std::string>(value)), m_text);
     }
     /// Distinct literals denote distinct values.
     [[nodiscard]] z3::expr literals_distinct() const {
         z3::expr_vector facts(m_context);
-        for (const auto* set : {&m_scalars, &m_texts}) {
+        for (const auto* set : {&m_scalars, &m_texts, &m_float_lists}) {
             z3::expr_vector values(m_context);
             for (const auto& [name, constant] : *set) values.push_back(constant);
             if (values.size() > 1) facts.push_back(z3::distinct(values));
@@ -186,6 +188,11 @@ public:
 private:
     /// Named by the shortest text that reads back as `value`: distinct doubles, distinct names.
     [[nodiscard]] static std::string float_name(double value) { return "float " + shortest_double(value); }
+    [[nodiscard]] static std::string floats_name(const std::vector<double>& values) {
+        std::string name = "floats [";
+        for (std::size_t i = 0; i < values.size(); ++i) name += (i == 0 ? "" : ", ") + shortest_double(values[i]);
+        return name + "]";
+    }
     [[nodiscard]] z3::expr named_literal(std::map<std::string, z3::expr>& set, const std::string& name, const z3::sort& sort) {
         if (const auto it = set.find(name); it != set.end()) return it->second;
         return set.emplace(name, m_context.constant(name.c_str(), sort)).first->second;
@@ -202,11 +209,11 @@ private:
     }
 
     z3::context& m_context;
-    z3::sort m_tensor, m_int, m_ints, m_scalar, m_text;
+    z3::sort m_tensor, m_int, m_ints, m_scalar, m_text, m_floats;
     z3::func_decl m_shape, m_length, m_element, m_defined, m_compose;
     std::vector<z3::func_decl> m_lists;
     std::map<OpSymbol, z3::func_decl> m_functions;
-    std::map<std::string, z3::expr> m_scalars, m_texts;
+    std::map<std::string, z3::expr> m_scalars, m_texts, m_float_lists;
 };
 
 /// An op function symbol applied to arguments: what shape facts talk about.
