@@ -339,6 +339,64 @@ TEST_CASE("rules generate refuses an unknown op with exit code 2 and writes noth
     CHECK_FALSE(std::filesystem::exists(out));
 }
 
+TEST_CASE("rules generate takes the extended ops by name, and the rules it writes verify again") {
+    const auto dir = std::filesystem::temp_directory_path() / "rlflow_cli_rules_extended";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const auto rules = dir / "extended.rules";
+    const Result r = run_cli("rules generate --ops relu,add,conv_s1,reducesum1,upsample2 --max-ops 2 --jobs 2 -o " + rules.string());
+    REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+    const auto stats = nlohmann::json::parse(run_cli("rules stats " + rules.string() + " --json", false).output);
+    bool resize = false;
+    for (const auto& [ops, count] : stats["by_ops"].items()) resize = resize || ops.find("Resize") != std::string::npos;
+    CHECK(resize);
+    const Result verified = run_cli("rules verify " + rules.string() + " --no-prove");
+    CHECK_MESSAGE(verified.exit_code == 0, verified.output);
+    CHECK(verified.output.find("0 rejected") != std::string::npos);
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("optimize --portable writes standard ONNX ops only, and the report says when a file needs ONNX Runtime") {
+    const auto dir = std::filesystem::temp_directory_path() / "rlflow_cli_portable";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const auto read = [](const std::filesystem::path& path) {
+        std::ifstream in(path, std::ios::binary);
+        return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    };
+    const std::string quick = " --cost analytic --guard none";
+    // With --fused-conv-ms the fused convolutions are com.microsoft.FusedConv, and the
+    // report says the file needs ONNX Runtime.
+    const auto ms = dir / "ms.onnx";
+    const Result fused = run_cli("optimize zoo:squeezenet1_1 -o " + ms.string() + quick + " --fused-conv-ms --report " + (dir / "ms.json").string());
+    REQUIRE_MESSAGE(fused.exit_code == 0, fused.output);
+    const auto fused_report = nlohmann::json::parse(read(dir / "ms.json"));
+    CHECK(fused_report["nonstandard_ops"] == nlohmann::json::array({"com.microsoft.FusedConv"}));
+    CHECK(fused_report["needs_onnxruntime"] == true);
+    CHECK(read(ms).find("com.microsoft") != std::string::npos);
+    // --portable: the same model in standard ops.
+    const auto portable = dir / "portable.onnx";
+    const Result plain = run_cli("optimize zoo:squeezenet1_1 -o " + portable.string() + quick + " --portable --report " + (dir / "p.json").string());
+    REQUIRE_MESSAGE(plain.exit_code == 0, plain.output);
+    const auto plain_report = nlohmann::json::parse(read(dir / "p.json"));
+    CHECK(plain_report["nonstandard_ops"].empty());
+    CHECK(plain_report["needs_onnxruntime"] == false);
+    CHECK(plain_report["portable"] == true);
+    CHECK(read(portable).find("com.microsoft") == std::string::npos);
+    // --portable refuses --fused-conv-ms, and an input already holding a contrib op,
+    // naming the node and the op; nothing is written.
+    const auto out = dir / "out.onnx";
+    const Result both = run_cli("optimize zoo:squeezenet1_1 -o " + out.string() + quick + " --portable --fused-conv-ms");
+    CHECK(both.exit_code == 2);
+    CHECK(both.output.find("--portable") != std::string::npos);
+    const Result contrib = run_cli("optimize " + ms.string() + " -o " + out.string() + quick + " --portable");
+    CHECK(contrib.exit_code == 2);
+    CHECK(contrib.output.find("com.microsoft.FusedConv") != std::string::npos);
+    CHECK(contrib.output.find("ms.onnx") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(out));
+    std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("optimize refuses bad cost, guard and ONNX Runtime options with exit code 2 and writes nothing") {
     const auto dir = std::filesystem::temp_directory_path() / "rlflow_cli_ort_options";
     std::filesystem::create_directories(dir);

@@ -33,6 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <set>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -93,7 +94,46 @@ struct OptimizeOptions {
     /// Set when the target is resolved: what the prices stand for (cli::priced_target), to
     /// compare with what an agent was trained for.
     std::string priced_for;
+    /// Write standard ONNX ops only: no ONNX Runtime contrib op (--fused-conv-ms is
+    /// refused, and so is an input that already holds one).
+    bool portable = false;
 };
+
+/// The ONNX file a MODEL argument names, if it is one (not zoo:NAME).
+inline std::optional<std::filesystem::path> model_file(const OptimizeOptions& o) {
+    if (o.model.starts_with(zoo_prefix)) return std::nullopt;
+    return std::filesystem::path(o.model);
+}
+
+/// ONNX Runtime's contrib-op domain.
+inline constexpr std::string_view onnxruntime_domain = "com.microsoft";
+
+/// The ops of `g`, written with `save`, outside ONNX's standard domain, as "domain.op",
+/// each once, sorted: what the input held and rlflow passed through unchanged, and
+/// com.microsoft.FusedConv where a fused convolution is written as one.
+inline std::vector<std::string> nonstandard_ops(const Graph& g, const onnx_io::ExportOptions& save) {
+    std::set<std::string> ops;
+    for (const Node& n : g.nodes()) {
+        if (!n.domain.empty() && n.domain != "ai.onnx") ops.insert(n.domain + "." + n.op_type);
+        const bool fused = n.op == OpKind::Conv2D && n.attributes.get_int("activation", 0) != 0;
+        if (fused && save.fused_conv_microsoft) ops.insert(std::string(onnxruntime_domain) + ".FusedConv");
+    }
+    return {ops.begin(), ops.end()};
+}
+
+/// Whether any of `ops` (nonstandard_ops) is an ONNX Runtime contrib op.
+inline bool needs_onnxruntime(const std::vector<std::string>& ops) {
+    return std::any_of(ops.begin(), ops.end(), [](const std::string& op) { return op.starts_with(std::string(onnxruntime_domain) + "."); });
+}
+
+/// --portable: refuses an input that holds an ONNX Runtime contrib op, naming the first.
+inline void check_portable_input(const Graph& g, const std::string& model) {
+    for (const Node& n : g.nodes())
+        if (n.domain == onnxruntime_domain)
+            throw onnx_error(model + ": node '" + n.name + "' is " + n.domain + "." + n.op_type
+                              + ", an ONNX Runtime contrib op, which rlflow passes through unchanged; --portable "
+                                "writes standard ONNX ops only");
+}
 
 /// The network backend agents train and run with.
 using AgentBackend = nn::backend::Eigen;
@@ -390,6 +430,11 @@ inline nlohmann::json optimize_report(const OptimizeOptions& o, const cost::Targ
     j["flops_before"] = stats_before.flops;
     j["flops_after"] = stats_after.flops;
     j["written"] = written.is_input ? "input" : "optimised";
+    // An input kept as the file it came from is written byte for byte, as it was.
+    const bool unchanged_file = written.is_input && model_file(o).has_value();
+    j["nonstandard_ops"] = nonstandard_ops(written.graph, unchanged_file ? onnx_io::ExportOptions{} : o.save);
+    j["needs_onnxruntime"] = needs_onnxruntime(j["nonstandard_ops"].get<std::vector<std::string>>());
+    j["portable"] = o.portable;
     j["rewrites"] = net_rewrites(written.rewrites);
     j["rewrites_applied"] = written.rewrites;
     j["rewrite_sequence"] = written.sequence;
@@ -571,12 +616,6 @@ inline GuardSettings guard_settings(const OptimizeOptions& o, const cost::Target
     g.decision.written_as = o.save;
     g.seed = o.seed;
     return g;
-}
-
-/// The ONNX file a MODEL argument names, if it is one (not zoo:NAME).
-inline std::optional<std::filesystem::path> model_file(const OptimizeOptions& o) {
-    if (o.model.starts_with(zoo_prefix)) return std::nullopt;
-    return std::filesystem::path(o.model);
 }
 
 /// Times the candidates against the input and says which to write.
@@ -870,6 +909,7 @@ inline void optimize_command(OptimizeOptions o) {
     if (o.cost_cache != "none") check_output_path(o.cost_cache, "--cost-cache");
     o.load.seed = o.seed;
     const Graph original = load_model(o.model, o.load);
+    if (o.portable) check_portable_input(original, o.model);
     const OptimizedModel optimized = optimize_model(o, original, model_file(o));
     if (!optimized.check.equal) {
         std::fprintf(stderr, "error: the optimised graph differs from the original (%s); nothing written\n",
@@ -975,8 +1015,13 @@ inline void add_optimize_command(CLI::App& app) {
         ->check(CLI::PositiveNumber)->capture_default_str();
     cmd->add_option("--seed", o->seed, "seed of the verification inputs and of a zoo model's weights")
         ->capture_default_str();
-    cmd->add_flag("--fused-conv-ms", o->save.fused_conv_microsoft,
-                  "write fused convolutions as com.microsoft.FusedConv (ONNX Runtime) instead of Conv + activation");
+    CLI::Option* fused = cmd->add_flag("--fused-conv-ms", o->save.fused_conv_microsoft,
+                                       "write fused convolutions as com.microsoft.FusedConv (ONNX Runtime) instead of "
+                                       "Conv + activation; the report's needs_onnxruntime says so");
+    cmd->add_flag("--portable", o->portable,
+                  "write standard ONNX ops only, for any runtime: no ONNX Runtime contrib op (refuses --fused-conv-ms, "
+                  "and an input that already holds one)")
+        ->excludes(fused);
     cmd->callback([o] { optimize_command(*o); });
 }
 
