@@ -225,3 +225,56 @@ TEST_CASE("run_guard times the chosen candidate again and keeps the input when t
     CHECK(kept.confirmation->median_ratio == doctest::Approx(0.8).epsilon(0.03));
     CHECK(kept.reason.find("timed again") != std::string::npos);
 }
+
+TEST_CASE("run_guard's second comparison looks again when its first look cannot tell a gain from noise, at half the significance each") {
+    const Graph input = models::build_zoo_model("squeezenet1_1");
+    const search::SearchResult r = three_greedy_rewrites(input);
+    const Scratch scratch;
+    // The input's runs, and a candidate 3% faster in `wins` of 21 rounds and 1% slower in
+    // the rest: its median gain is 3% whatever the number of wins.
+    const auto paired = [](std::size_t wins) {
+        const std::vector<double> in = runs(5.0);
+        std::vector<double> candidate;
+        for (std::size_t k = 0; k < in.size(); ++k) candidate.push_back(in[k] * (k < wins ? 0.97 : 1.01));
+        return std::vector<std::vector<double>>{in, candidate};
+    };
+    std::size_t calls = 0;
+    const auto timer_with = [&](std::size_t wins_per_look) {
+        return [&calls, &paired, wins_per_look](const std::vector<std::filesystem::path>&, const std::string&) {
+            ++calls;
+            return paired(calls == 1 ? 21 : wins_per_look);  // the screening sees a clear gain
+        };
+    };
+    // 15 of 21 wins: p = 0.039, not below 0.05 / 2; pooled over two looks 30 of 42, p = 0.003.
+    auto fifteen = timer_with(15);
+    const search::GuardDecision confirmed = search::run_guard(input, {&r.graph}, {"all"}, scratch.path, fifteen);
+    CHECK(calls == 3);
+    REQUIRE(confirmed.chosen.has_value());
+    REQUIRE(confirmed.confirmation.has_value());
+    CHECK(confirmed.confirmation->looks == 2);
+    CHECK(confirmed.confirmation->rounds == 42);
+    CHECK(confirmed.confirmation->wins == 30);
+    CHECK(confirmed.confirmation->p_faster < 0.025);
+    CHECK(confirmed.reason.find("30/42 rounds over 2 looks") != std::string::npos);
+
+    // 12 of 21 a look: 24 of 42 pooled is noise; after the last look the input is kept.
+    calls = 0;
+    auto twelve = timer_with(12);
+    const search::GuardDecision kept = search::run_guard(input, {&r.graph}, {"all"}, scratch.path, twelve);
+    CHECK(calls == 3);
+    CHECK_FALSE(kept.chosen.has_value());
+    REQUIRE(kept.confirmation.has_value());
+    CHECK(kept.confirmation->looks == 2);
+    CHECK(kept.reason.find("but not when timed again") != std::string::npos);
+
+    // One look, as before: 15 of 21 passes the whole significance at once.
+    calls = 0;
+    search::GuardOptions single;
+    single.confirm_looks = 1;
+    auto fifteen_once = timer_with(15);
+    const search::GuardDecision once = search::run_guard(input, {&r.graph}, {"all"}, scratch.path, fifteen_once, single);
+    CHECK(calls == 2);
+    REQUIRE(once.chosen.has_value());
+    CHECK(once.confirmation->looks == 1);
+    CHECK(once.confirmation->p_faster == doctest::Approx(search::detail::sign_test_p(15, 21)));
+}

@@ -142,7 +142,8 @@ inline nlohmann::json verdict_json(const search::CandidateVerdict& v) {
     return {{"candidate", v.candidate + 1}, {"level", v.level},   {"input_median_ms", v.input_median_ms},
             {"candidate_median_ms", v.candidate_median_ms},       {"median_ratio", v.median_ratio},
             {"wins", v.wins},           {"rounds", v.rounds},      {"p_faster", v.p_faster},
-            {"p_slower", v.p_slower},   {"faster", v.faster},      {"slower", v.slower}};
+            {"p_slower", v.p_slower},   {"faster", v.faster},      {"slower", v.slower},
+            {"looks", v.looks}};
 }
 
 inline nlohmann::json guard_json(const GuardOutcome& g, const GuardSettings& settings) {

@@ -28,7 +28,12 @@
 /// significance. The choice uses the first sample alone and the test the second alone, so
 /// a candidate no faster than the input is written with probability at most the
 /// significance, however many candidates there were: two separate comparisons, as a
-/// claimed speed-up needs. Without the second stage (GuardOptions::confirm false) each of k
+/// claimed speed-up needs. The second comparison is group-sequential: a few-percent gain
+/// can take more rounds than one comparison has on a noisy machine, so a look that neither
+/// confirms the candidate nor finds it slower, while its median still gains beyond
+/// min_gain, times as many rounds again and tests the pooled runs; each of the
+/// confirm_looks looks tests at significance / confirm_looks (Bonferroni), so the bound
+/// above still holds. Without the second stage (GuardOptions::confirm false) each of k
 /// candidates must pass the first comparison's sign test at significance / k (Bonferroni).
 #include <rlflow/core/graph.hpp>
 #include <rlflow/cost/detail/timing.hpp>
@@ -60,6 +65,9 @@ struct GuardOptions {
     /// Two stages: the first comparison screens, a second one of the screened candidate
     /// against the input, at the first level, decides. False: the first decides alone.
     bool confirm = true;
+    /// Most looks of the second comparison, each of `rounds` more rounds (see the file
+    /// comment); each look tests at significance / confirm_looks.
+    int confirm_looks = 2;
 };
 
 /// Runs of each model at one level, index 0 the input, in round order.
@@ -84,6 +92,8 @@ struct CandidateVerdict {
     double p_slower = 1;
     bool faster = false;
     bool slower = false;
+    /// Looks of a sequential comparison whose pooled runs these are (1: a single one).
+    std::size_t looks = 1;
 };
 
 /// The guard's decision.
@@ -191,26 +201,37 @@ namespace detail {
 }
 
 /// Times the chosen candidate against the input again at `level`, in fresh sessions, and
-/// keeps it only if it is faster there too (the sign test at the plain significance: one
-/// candidate, one test).
+/// keeps it only if it is faster there too: up to options.confirm_looks looks, each at
+/// significance / confirm_looks on the runs pooled so far, the next one only while the
+/// last neither decided nor lost its median gain.
 template <class Timer>
 void confirm(GuardDecision& d, const std::vector<std::filesystem::path>& files, const std::vector<std::string>& levels, Timer& timer,
              const GuardOptions& options) {
     const std::size_t c = *d.chosen;
     const std::string& level = levels.front();
-    const LevelTimings again{level, timer(std::vector<std::filesystem::path>{files.front(), files.at(c + 1)}, level)};
-    CandidateVerdict v = detail::compare(again, 0, options, options.significance);
+    const int looks = std::max(options.confirm_looks, 1);
+    const double per_look = options.significance / static_cast<double>(looks);
+    LevelTimings pooled{level, {{}, {}}};
+    CandidateVerdict v;
+    for (int look = 1; look <= looks; ++look) {
+        const std::vector<std::vector<double>> more = timer(std::vector<std::filesystem::path>{files.front(), files.at(c + 1)}, level);
+        for (std::size_t m = 0; m < 2; ++m) pooled.runs_ms[m].insert(pooled.runs_ms[m].end(), more.at(m).begin(), more.at(m).end());
+        v = detail::compare(pooled, 0, options, per_look);
+        v.looks = static_cast<std::size_t>(look);
+        if (v.faster || v.slower || v.median_ratio >= 1 - options.min_gain) break;
+    }
     v.candidate = c;
     d.confirmation = v;
+    const std::string tally = std::to_string(v.wins) + "/" + std::to_string(v.rounds) + " rounds"
+                              + (v.looks > 1 ? " over " + std::to_string(v.looks) + " looks" : "");
     if (v.faster) {
-        d.reason += "; timed again, faster: " + detail::percent(v.median_ratio) + " (" + std::to_string(v.wins) + "/"
-                    + std::to_string(v.rounds) + " rounds, sign test p = " + std::to_string(v.p_faster).substr(0, 6) + ")";
+        d.reason += "; timed again, faster: " + detail::percent(v.median_ratio) + " (" + tally
+                    + ", sign test p = " + std::to_string(v.p_faster).substr(0, 6) + ")";
         return;
     }
     d.reason = "candidate " + std::to_string(c + 1) + " was faster at level " + level + " in the first comparison ("
                + detail::percent(d.verdicts.at(c * levels.size()).median_ratio)
-               + ") but not when timed again (" + detail::percent(v.median_ratio) + ", " + std::to_string(v.wins) + "/"
-               + std::to_string(v.rounds) + " rounds); keeping the input";
+               + ") but not when timed again (" + detail::percent(v.median_ratio) + ", " + tally + "); keeping the input";
     d.chosen.reset();
 }
 
