@@ -33,7 +33,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <set>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -42,6 +41,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <set>
 #include <type_traits>
 
 #include <sys/resource.h>
@@ -432,8 +432,9 @@ inline nlohmann::json optimize_report(const OptimizeOptions& o, const cost::Targ
     j["written"] = written.is_input ? "input" : "optimised";
     // An input kept as the file it came from is written byte for byte, as it was.
     const bool unchanged_file = written.is_input && model_file(o).has_value();
-    j["nonstandard_ops"] = nonstandard_ops(written.graph, unchanged_file ? onnx_io::ExportOptions{} : o.save);
-    j["needs_onnxruntime"] = needs_onnxruntime(j["nonstandard_ops"].get<std::vector<std::string>>());
+    const std::vector<std::string> extra_ops = nonstandard_ops(written.graph, unchanged_file ? onnx_io::ExportOptions{} : o.save);
+    j["nonstandard_ops"] = extra_ops;
+    j["needs_onnxruntime"] = needs_onnxruntime(extra_ops);
     j["portable"] = o.portable;
     j["rewrites"] = net_rewrites(written.rewrites);
     j["rewrites_applied"] = written.rewrites;

@@ -214,11 +214,11 @@ void strided_slice(const T* x, const Shape& x_shape, T* y, const Shape& y_shape,
     strided_copy(x + source.base, source.strides, y, y_shape);
 }
 
-/// Resize whose every output element reads one input element (nearest, or linear where no
-/// tap blends two): the input offset of each, from exec's resize_plan. Returns false,
-/// writing nothing, when some axis blends (its weights are floats).
+/// Resize in nearest mode: every output element copies the one input element exec's
+/// resize_plan gives it. False, writing nothing, on a plan that blends neighbours (linear
+/// weights are floats).
 template <class T>
-[[nodiscard]] bool resize_unblended(const T* x, const Shape& x_shape, T* y, const Shape& y_shape, const Attributes& attributes) {
+[[nodiscard]] bool resize_nearest(const T* x, const Shape& x_shape, T* y, const Shape& y_shape, const Attributes& attributes) {
     const ::rlflow::detail::ResizePlan plan = ::rlflow::detail::resize_plan(attributes, x_shape, y_shape);
     if (plan.blended != 0) return false;
     std::array<std::int64_t, Shape::max_rank> at{};

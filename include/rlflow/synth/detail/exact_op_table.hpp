@@ -312,9 +312,9 @@ inline void expand_kernel(const ExactArgs& args) {
 
 /// Resize in nearest mode: each output element copies one input element.
 inline void resize_kernel(const ExactArgs& args) {
-    [[maybe_unused]] const bool copied = resize_unblended(args.input(0).values.data(), args.input(0).shape, args.output().values.data(),
-                                                          args.output().shape, args.attributes);
-    RLFLOW_ASSERT(copied);  // nearest taps never blend
+    if (!resize_nearest(args.input(0).values.data(), args.input(0).shape, args.output().values.data(), args.output().shape,
+                        args.attributes))
+        throw exact_error("a Resize that blends neighbours weighs them in float; it has no exact form");
 }
 
 /// LeakyRelu: x where x >= 0, alpha * x below (alpha was checked representable).

@@ -124,13 +124,13 @@ inline void generalize_split_sizes(Rule& rule) {
         const auto mapped = std::find_if(rule.outputs.begin(), rule.outputs.end(),
                                          [&](const OutputMapping& m) { return m.target == PatternRef::node(i, 0); });
         if (mapped == rule.outputs.end()) return false;
-        std::vector<IntTerm> sizes;
-        for (const PatternAttribute& a : n.attributes)
-            if (a.name == "sizes")
-                for (std::size_t d = 0; d < std::get<std::vector<std::int64_t>>(a.value.literal).size(); ++d)
-                    sizes.push_back(IntTerm::dim(mapped->source, static_cast<int>(d)));
-        for (PatternAttribute& a : n.attributes)
-            if (a.name == "sizes") a.value = AttrExpr::of_ints(sizes);
+        for (PatternAttribute& a : n.attributes) {
+            if (a.name != "sizes") continue;
+            std::vector<IntTerm> sizes;
+            for (std::size_t d = 0; d < std::get<std::vector<std::int64_t>>(a.value.literal).size(); ++d)
+                sizes.push_back(IntTerm::dim(mapped->source, static_cast<int>(d)));
+            a.value = AttrExpr::of_ints(std::move(sizes));
+        }
     }
     return true;
 }
