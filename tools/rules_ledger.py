@@ -50,6 +50,9 @@ def parse_args():
     parser.add_argument("--doc", default=os.path.join(SOURCE_DIR, "docs", "rules.md"), help="the page to write")
     parser.add_argument("--measure-args", default="", help="extra arguments for rlflow rules measure")
     parser.add_argument("--from-ledger", help="render this ledger instead of measuring")
+    parser.add_argument("--ship", default=os.path.join(SOURCE_DIR, "share", "rlflow", "ledger_ort_cpu.json"),
+                        help="where to write the ledger rlflow ships and optimize reads (model paths reduced to file "
+                             "names); 'none': do not write it")
     return parser.parse_args()
 
 
@@ -121,7 +124,18 @@ def render(ledger):
         lines.append(f"| `{f['family']}` | {len(f['models'])} | {ratio_text(f['median_ratio'])} | {ratio_text(f['best_ratio'])} | "
                      f"{', '.join(model_name(x) for x in f['pays_on']) or '-'} | {', '.join(model_name(x) for x in f['slower_on']) or '-'} |")
     never = sorted({s["family"] for m in models for s in m["skipped"]} - {f["family"] for f in ledger["families"]})
+    dropped = [f["family"] for f in ledger["families"] if not f["pays_on"] and f["slower_on"]]
     lines += [
+        "",
+        "## Left out of the default rules at this target",
+        "",
+        "A family that paid on none of these models and was slower on one at least is left out",
+        f"of `rlflow optimize`'s default rules when the target is {ledger['target']} at level",
+        f"{ledger.get('target_level', 'all')} (this ledger ships as `share/rlflow/ledger_ort_cpu.json`; `--ledger none`",
+        "keeps every rule, `--ledger FILE` reads another). The guard also times candidates in",
+        "the order the ledger expects of them: the product of their families' median ratios.",
+        "",
+        ", ".join(f"`{f}`" for f in dropped) or "none",
         "",
         "## Families that matched but wrote nothing new",
         "",
@@ -132,17 +146,17 @@ def render(ledger):
         "",
         "## Regenerating this page",
         "",
-        "One command measures and writes it (6 minutes for these 18 models here; a quiet",
+        "One command measures and writes it (6 minutes for these 19 models here; a quiet",
         "machine). The models: the `tests/data` exports, given seeded weights, and torchvision",
         "exports with seeded weights (`tools/export_models.py --with-params --opsets 17 --out",
         "DIR`, with `--unseen` and with `--models regnet_y_400mf vit_b_16 regnet_x_1_6gf",
-        "regnet_y_1_6gf regnet_y_3_2gf regnet_y_8gf convnext_tiny`):",
+        "regnet_y_1_6gf regnet_y_3_2gf regnet_y_8gf convnext_tiny resnext101_64x4d`):",
         "",
         "```",
         "/usr/bin/python3 tools/rules_ledger.py --build build \\",
         "  --weight-free tests/data/{resnet18,resnet50,resnext50_32x4d,squeezenet1_1,inception_v3,transformer}_op17.onnx \\",
         "  DIR/{regnet_y_400mf,mobilenet_v3_large,efficientnet_b1,shufflenet_v2_x0_5,densenet121,vit_b_16,swin_t}_op17.onnx \\",
-        "  DIR/{regnet_x_1_6gf,regnet_y_1_6gf,regnet_y_3_2gf,convnext_tiny,regnet_y_8gf}_op17.onnx",
+        "  DIR/{regnet_x_1_6gf,regnet_y_1_6gf,regnet_y_3_2gf,convnext_tiny,regnet_y_8gf,resnext101_64x4d}_op17.onnx",
         "```",
         "",
     ]
@@ -174,6 +188,14 @@ def main():
     with open(args.doc, "w") as f:
         f.write(render(ledger))
     print(f"wrote {args.doc}")
+    if args.ship != "none":
+        shipped = dict(ledger)
+        shipped["models"] = [dict(m, model=os.path.basename(m["model"])) for m in ledger["models"]]
+        with open(args.ship + ".tmp", "w") as f:
+            json.dump(shipped, f, indent=1)
+            f.write("\n")
+        os.replace(args.ship + ".tmp", args.ship)
+        print(f"wrote {args.ship}")
     return 0
 
 

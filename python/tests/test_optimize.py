@@ -142,3 +142,37 @@ def test_optimize_names_the_target_and_takes_the_clis_target_options():
     assert default["target_description"].startswith("ort-cpu (ONNX Runtime, level all, ")
     with pytest.raises(ValueError, match="ort_level='fast' is not one of"):
         fast_search(g, ort_level="fast")
+
+
+def test_portable_refuses_a_contrib_op_input(squeezenet_file, tmp_path):
+    """As `rlflow optimize --portable`: standard ONNX ops only, so an input already holding
+    an ONNX Runtime contrib op is refused, naming it; without it the op passes through."""
+    o, _ = fast_search(rlflow.load(squeezenet_file))
+    contrib = tmp_path / "ms.onnx"
+    o.save(contrib, fused_conv_ms=True)
+    with pytest.raises(rlflow.Error, match="com.microsoft.FusedConv.*--portable"):
+        fast_search(rlflow.load(contrib), portable=True)
+    _, report = fast_search(rlflow.load(contrib))
+    assert report["needs_onnxruntime"] and not report["portable"]
+    _, report = fast_search(rlflow.load(squeezenet_file), portable=True)
+    assert report["portable"] and report["nonstandard_ops"] == [] and not report["needs_onnxruntime"]
+
+
+def test_the_ledger_leaves_out_the_families_that_never_paid(squeezenet_file, tmp_path):
+    """The shipped ledger applies to the default rules at ort-cpu, level all; `ledger`
+    takes another file or none, and a damaged one is refused with its name."""
+    shipped = json.loads((SOURCE_DIR / "share" / "rlflow" / "ledger_ort_cpu.json").read_text())
+    never = [f["family"] for f in shipped["families"] if not f["pays_on"] and f["slower_on"]]
+    _, report = fast_search(squeezenet_file, target="ort-cpu", ort_level="all")
+    assert report["ledger"]["file"].endswith("ledger_ort_cpu.json")
+    assert sorted(report["ledger"]["dropped_families"]) == sorted(never)
+    assert (report["ledger"]["dropped_rules"] > 0) == bool(never)
+    # Another level than the one it was measured at: not applied.
+    _, report = fast_search(squeezenet_file, target="ort-cpu", ort_level="basic")
+    assert report["ledger"] is None
+    _, report = fast_search(squeezenet_file, ledger="none")
+    assert report["ledger"] is None
+    damaged = tmp_path / "ledger.json"
+    damaged.write_text('{"target": "ort-cpu", "fam')
+    with pytest.raises(rlflow.Error, match="ledger.json: not a usable rule ledger"):
+        fast_search(squeezenet_file, ledger=str(damaged))

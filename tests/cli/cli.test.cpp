@@ -397,6 +397,48 @@ TEST_CASE("optimize --portable writes standard ONNX ops only, and the report say
     std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("optimize leaves out the rule families the ledger says never pay, and refuses a damaged ledger") {
+    const auto dir = std::filesystem::temp_directory_path() / "rlflow_cli_ledger";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const auto read = [](const std::filesystem::path& path) {
+        std::ifstream in(path, std::ios::binary);
+        return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    };
+    const std::string quick = " --cost analytic --guard none --target ort-cpu --ort-level all";
+    // A ledger in which the generated family that squeezenet's fire modules match (a Relu
+    // on each branch of a Concat as one Relu after it) never paid, and a built-in one paid.
+    const auto ledger = dir / "mine.json";
+    std::ofstream(ledger) << R"({"target": "ort-cpu", "target_level": "all", "families": [
+        {"family": "Concat+Relu+Relu -> Concat+Relu", "median_ratio": 1.03, "best_ratio": 1.01, "models": ["a"], "pays_on": [], "slower_on": ["a"]},
+        {"family": "merge_group_conv_bias", "median_ratio": 0.98, "best_ratio": 0.9, "models": ["a"], "pays_on": ["a"], "slower_on": []}]})";
+    const auto applied = [&](const std::string& name, const std::string& flags) {
+        const Result r = run_cli("optimize zoo:squeezenet1_1 -o " + (dir / (name + ".onnx")).string() + quick + flags + " --report "
+                                 + (dir / (name + ".json")).string());
+        REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+        return nlohmann::json::parse(read(dir / (name + ".json")));
+    };
+    const nlohmann::json mine = applied("m", " --ledger " + ledger.string());
+    CHECK(mine["ledger"]["file"] == ledger.string());
+    CHECK(mine["ledger"]["dropped_families"] == nlohmann::json::array({"Concat+Relu+Relu -> Concat+Relu"}));
+    CHECK(mine["ledger"]["dropped_rules"].get<int>() >= 1);
+    // --ledger none keeps every rule: the search then applies rules the pruned one lacked.
+    const nlohmann::json none = applied("n", " --ledger none");
+    CHECK(none["ledger"].is_null());
+    bool pruned_away = false;
+    for (const auto& [rule, count] : none["rewrites_applied"].items()) pruned_away = pruned_away || !mine["rewrites_applied"].contains(rule);
+    CHECK(pruned_away);
+    // The default at this target is the shipped ledger.
+    CHECK(applied("s", "")["ledger"]["file"].get<std::string>().ends_with("ledger_ort_cpu.json"));
+    // A damaged ledger: exit 2, the file named, nothing written.
+    std::ofstream(dir / "bad.json") << R"({"target": "ort-cpu", "families": [{"family": )";
+    const Result bad = run_cli("optimize zoo:squeezenet1_1 -o " + (dir / "b.onnx").string() + quick + " --ledger " + (dir / "bad.json").string());
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.output.find("bad.json: not a usable rule ledger") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir / "b.onnx"));
+    std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("optimize refuses bad cost, guard and ONNX Runtime options with exit code 2 and writes nothing") {
     const auto dir = std::filesystem::temp_directory_path() / "rlflow_cli_ort_options";
     std::filesystem::create_directories(dir);

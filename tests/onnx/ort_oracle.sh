@@ -17,6 +17,8 @@
 #      ops rlflow cannot execute, verified region by region): rlflow optimize (greedy),
 #      and compare.js: the optimised model must agree with the original in ORT to 1e-4
 #      relative                                                 -> W/optimized.onnx
+#      and again written with com.microsoft.FusedConv (--fused-conv-ms): ORT must run it
+#      and agree with the original alike                       -> W/optimized_ms.onnx
 # W is WORK_DIR/<model name>. Every model is checked even when one fails; the script
 # ends with "N passed, M failed" and exits 1 if M > 0.
 #
@@ -52,6 +54,8 @@ mkdir -p "$WORK_DIR"
 passed=0
 failed=0
 failed_names=()
+# Models written with a contrib op and checked in ORT (step 5); none is a failure.
+contrib_models=0
 
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
@@ -94,6 +98,19 @@ optimized() {
     step compare_optimized "$w/compare_optimized.log" node "$COMPARE_JS" "$model" "$w/optimized.onnx" \
         --rtol 1e-4 --seed 5 --runs 1 || return 1
     echo "$name: optimised vs original in ORT: $(grep '^{' "$w/compare_optimized.log" | tail -n 1)"
+    # Written with ONNX Runtime's contrib op (--fused-conv-ms: fused convolutions as
+    # com.microsoft.FusedConv): ORT must load it and give the original's outputs.
+    step optimize_ms "$w/optimize_ms.log" "$RLFLOW_BIN" optimize "$model" -o "$w/optimized_ms.onnx" --search greedy \
+        --cost analytic --guard none --fused-conv-ms --report "$w/optimize_ms.json" || return 1
+    local contrib_ops
+    contrib_ops=$(node -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+        process.stdout.write(r.needs_onnxruntime ? r.nonstandard_ops.join(",") : "");' "$w/optimize_ms.json") || return 1
+    if [[ -n $contrib_ops ]]; then
+        step compare_ms "$w/compare_ms.log" node "$COMPARE_JS" "$model" "$w/optimized_ms.onnx" \
+            --rtol 1e-4 --seed 5 --runs 1 || return 1
+        echo "$name: written with $contrib_ops vs original in ORT: $(grep '^{' "$w/compare_ms.log" | tail -n 1)"
+        contrib_models=$((contrib_models + 1))
+    fi
 }
 
 # begin NAME: starts checking NAME in a fresh W=WORK_DIR/NAME (sets name, w, t0, status).
@@ -186,6 +203,13 @@ if [[ "${RLFLOW_FULL_EXPORTS:-1}" == 1 ]]; then
     fi
 fi
 
+if [[ $contrib_models -eq 0 ]]; then
+    echo "contrib ops: no model was written with com.microsoft.FusedConv to check in ORT"
+    failed=$((failed + 1))
+    failed_names+=("contrib_ops")
+else
+    echo "contrib ops: $contrib_models models written with com.microsoft.FusedConv agree with their originals in ORT"
+fi
 echo "total: $(elapsed "$t_all") s"
 if [[ $failed -ne 0 ]]; then
     echo "failed: ${failed_names[*]}"

@@ -26,6 +26,7 @@
 #include <rlflow/rewrite.hpp>
 #include <rlflow/rewrite/default_rules.hpp>
 #include <rlflow/search.hpp>
+#include <rlflow/search/ledger.hpp>
 #include <rlflow/nn/backend/eigen.hpp>
 #include <rlflow/rl.hpp>
 
@@ -69,6 +70,11 @@ struct OptimizeOptions {
     /// Rules given as a set (the Python module's rlflow.rules objects); when set, `rules`
     /// only names them in the report.
     std::shared_ptr<const rewrite::RuleSet> rule_set;
+    /// The rule ledger (search/ledger.hpp): "auto" (the one rlflow ships, for the default
+    /// rules at an ort-cpu target of its level), "none", or a ledger file. Its families that
+    /// never paid are left out of the rules, and candidates are timed in the order of what
+    /// it expects of them.
+    std::string ledger = "auto";
     std::string report;
     std::string cost_cache;
     int verify_trials = 3;
@@ -826,6 +832,47 @@ inline std::string guard_description(const GuardSettings& guard) {
     return "off";
 }
 
+/// The ledger `o.ledger` names for `target`, if one applies: a file always; "auto" the
+/// shipped one when the rules are the default set and the target is the one it was
+/// measured at (ort-cpu at its level), and it is there.
+inline std::optional<search::Ledger> ledger_for(const OptimizeOptions& o, const cost::Target& target) {
+    if (o.ledger == "none") return std::nullopt;
+    if (o.ledger != "auto") return search::load_ledger(o.ledger);
+    const std::filesystem::path shipped = search::shipped_ledger_path();
+    if (o.rule_set || (o.rules != "default" && !o.rules.empty()) || !std::filesystem::exists(shipped)) return std::nullopt;
+    search::Ledger ledger = search::load_ledger(shipped);
+    if (ledger.target != target.name() || (target.kind == cost::TargetKind::ort_cpu && ledger.level != target.ort.level))
+        return std::nullopt;
+    return ledger;
+}
+
+/// The rules to search with, without the families `ledger` says never pay; `report`
+/// gets what was left out.
+inline std::shared_ptr<const rewrite::RuleSet> rules_after_ledger(std::shared_ptr<const rewrite::RuleSet> rules,
+                                                                  const std::optional<search::Ledger>& ledger, nlohmann::json& report) {
+    if (!ledger) {
+        report = nullptr;
+        return rules;
+    }
+    search::PrunedRules pruned = search::drop_unpaying(*rules, *ledger);
+    report = {{"file", ledger->origin}, {"target", ledger->target}, {"level", ledger->level},
+              {"dropped_families", pruned.dropped_families}, {"dropped_rules", pruned.dropped_rules}};
+    return std::make_shared<const rewrite::RuleSet>(std::move(pruned.rules));
+}
+
+/// `candidates` in the order of what `ledger` expects of them (search::expected_ratio), the
+/// likeliest gain first; ties keep their order.
+inline void order_by_ledger(std::vector<Outcome>& candidates, const rewrite::RuleSet& rules, const std::optional<search::Ledger>& ledger) {
+    if (!ledger) return;
+    std::vector<std::pair<double, std::size_t>> keys;
+    for (std::size_t i = 0; i < candidates.size(); ++i) keys.emplace_back(search::expected_ratio(candidates[i].rewrites, rules, *ledger), i);
+    std::stable_sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<Outcome> ordered;
+    ordered.reserve(candidates.size());
+    for (const auto& [ratio, i] : keys) ordered.push_back(std::move(candidates[i]));
+    candidates = std::move(ordered);
+}
+
 /// Searches under the target's prices (and, with a guard, under other price models),
 /// guards and verifies; writes nothing. `input_file` is the ONNX file `original` was read
 /// from, if any: the guard times that very file as the input.
@@ -833,7 +880,9 @@ template <cost::CostBackend Backend>
 OptimizedModel optimize_graph(const OptimizeOptions& o, const Graph& original, const std::optional<std::filesystem::path>& input_file,
                               Backend backend, const cost::Target& target, const CostChoice& pricing) {
     const GuardSettings guard = guard_settings(o, target);
-    const auto rules = o.rule_set ? o.rule_set : load_rule_set(o.rules);
+    const std::optional<search::Ledger> ledger = ledger_for(o, target);
+    nlohmann::json ledger_report;
+    const auto rules = rules_after_ledger(o.rule_set ? o.rule_set : load_rule_set(o.rules), ledger, ledger_report);
     cost::CostModel<Backend> model(std::move(backend));
     const std::vector<CostChoice> others = other_price_models(o, guard, pricing);
     const auto cache = cost_cache_path(o.cost_cache, model.name());
@@ -855,6 +904,7 @@ OptimizedModel optimize_graph(const OptimizeOptions& o, const Graph& original, c
     if (proposes_nchwc_groups(o, guard, target)) propose_nchwc_groups(original, model, candidates, proposals);
     const std::vector<Proposal> more = propose_more(o, original, target, rules, others, keep, model, candidates);
     proposals.insert(proposals.end(), more.begin(), more.end());
+    order_by_ledger(candidates, *rules, ledger);
     if (guard.mode != "none") candidates = take_in_turn(distinct_candidates(original, std::move(candidates), o), guard.candidates);
     const GuardOutcome guarded = run_guard_for(model, original, candidates, guard, input_file);
     const std::vector<CandidateOrigin> timed = origins(candidates);
@@ -866,6 +916,7 @@ OptimizedModel optimize_graph(const OptimizeOptions& o, const Graph& original, c
     nlohmann::json report = optimize_report(o, target, model.name(), original, result, written, check, eqsat);
     add_guard_report(report, guarded, guard, timed);
     report["proposers"] = proposals_json(proposals);
+    report["ledger"] = std::move(ledger_report);
     // The NCHWc block ONNX Runtime uses here, which decides which grouped convolutions
     // nchwc-groups widens (0: ORT lays nothing out in blocks on this CPU).
     if (target.kind == cost::TargetKind::ort_cpu) report["nchwc_block"] = ort_nchwc_block();
@@ -884,6 +935,11 @@ OptimizedModel optimize_graph(const OptimizeOptions& o, const Graph& original, c
 /// Optimises `original` for the target the options name, priced as they say.
 inline OptimizedModel optimize_model(const OptimizeOptions& o, const Graph& original,
                                      const std::optional<std::filesystem::path>& input_file) {
+    if (o.portable) {
+        RLFLOW_EXPECTS(!o.save.fused_conv_microsoft, precondition_error,
+                       "portable output writes standard ONNX ops only; it cannot write fused convolutions as com.microsoft.FusedConv");
+        check_portable_input(original, o.model);
+    }
     const cost::Target target = resolve_target(o.where);
     const CostChoice pricing = resolve_cost(o.where, target);
     OptimizeOptions resolved = o;
@@ -910,7 +966,6 @@ inline void optimize_command(OptimizeOptions o) {
     if (o.cost_cache != "none") check_output_path(o.cost_cache, "--cost-cache");
     o.load.seed = o.seed;
     const Graph original = load_model(o.model, o.load);
-    if (o.portable) check_portable_input(original, o.model);
     const OptimizedModel optimized = optimize_model(o, original, model_file(o));
     if (!optimized.check.equal) {
         std::fprintf(stderr, "error: the optimised graph differs from the original (%s); nothing written\n",
@@ -1007,6 +1062,11 @@ inline void add_optimize_command(CLI::App& app) {
         ->check(CLI::Range(0.0, 1e9))->capture_default_str();
     cmd->add_option("--rules", o->rules,
                     "default (built-in + generated library), builtin, or a rules file (text or binary)")
+        ->capture_default_str();
+    cmd->add_option("--ledger", o->ledger,
+                    "the rule ledger: auto (the one shipped for ort-cpu at level all, applied to the default rules there), "
+                    "none, or a ledger file from `rules measure`; families that never paid in it are left out and "
+                    "candidates are timed in the order it expects")
         ->capture_default_str();
     cmd->add_option("--report", o->report, "write a JSON report here");
     cmd->add_option("--cost-cache", o->cost_cache,

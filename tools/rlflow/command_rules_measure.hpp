@@ -21,6 +21,7 @@
 #include <rlflow/rewrite/builtin_rules.hpp>
 #include <rlflow/search/greedy.hpp>
 #include <rlflow/search/guard.hpp>
+#include <rlflow/search/ledger.hpp>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -57,29 +58,13 @@ struct MeasureOptions {
     std::uint64_t seed = 0;
 };
 
-/// The family of `rule`: a built-in rule is its own family; a generated rule belongs to
-/// "SOURCE OPS -> TARGET OPS" (each side's ops sorted, Constants not counted), so the
-/// rules that rewrite the same ops into the same ops are measured together.
-inline std::string rule_family(const rewrite::Rule& rule, const std::set<std::string>& builtin) {
-    if (builtin.contains(rule.name)) return rule.name;
-    const auto ops = [](const std::vector<rewrite::PatternNode>& side) {
-        std::vector<std::string> names;
-        for (const rewrite::PatternNode& n : side)
-            if (n.op != OpKind::Constant) names.emplace_back(op_name(n.op));
-        std::sort(names.begin(), names.end());
-        return join(names, "+");
-    };
-    return ops(rule.source) + " -> " + ops(rule.target);
-}
-
 /// The rule set's families, each with its rules, in order of first appearance.
 inline std::vector<std::pair<std::string, std::vector<rewrite::Rule>>> rule_families(const rewrite::RuleSet& rules) {
-    std::set<std::string> builtin;
-    for (const rewrite::Rule& r : rewrite::builtin_rules()) builtin.insert(r.name);
+    const std::set<std::string> builtin = search::builtin_rule_names();
     std::vector<std::pair<std::string, std::vector<rewrite::Rule>>> out;
     std::map<std::string, std::size_t> where;
     for (const rewrite::Rule& rule : rules) {
-        const std::string family = rule_family(rule, builtin);
+        const std::string family = search::rule_family(rule, builtin);
         const auto [at, fresh] = where.emplace(family, out.size());
         if (fresh) out.push_back({family, {}});
         out[at->second].second.push_back(rule);
@@ -424,7 +409,7 @@ inline void measure_command(const MeasureOptions& o) {
                                                   : "");
         }
     }
-    const nlohmann::json ledger{{"target", target.name()}, {"target_description", target.describe()},
+    const nlohmann::json ledger{{"target", target.name()}, {"target_level", target.ort.level}, {"target_description", target.describe()},
                                 {"target_device", target_device(target)}, {"rules", o.rules}, {"rounds", o.rounds},
                                 {"min_gain", o.min_gain}, {"noise_limit", o.noise_limit}, {"significance", o.significance}, {"seed", o.seed},
                                 {"models", models}, {"families", ledger_summary(models)}};
