@@ -6,7 +6,12 @@ inputs in [-1, 1]; the Mul by 4 first spreads them over [-4, 4] so that HardSigm
 HardSwish saturate on both sides and LeakyRelu sees both signs. rlflow's reference
 executor must give ORT's outputs, and `rlflow info` must list no opaque op.
 
-    /usr/bin/python3 tools/make_op_cases.py [OUT_DIR]
+    /usr/bin/python3 tools/make_op_cases.py [OUT_DIR [CONTRIB_DIR]]
+
+It also writes tests/data/contrib/*.onnx: a convolution and its activation (Relu, Sigmoid,
+Tanh) in standard ops, which `rlflow optimize --fused-conv-ms` writes as one node of ONNX
+Runtime's contrib op com.microsoft.FusedConv; the same oracle checks that ORT runs that
+node to the standard ops' outputs.
 """
 import os
 import sys
@@ -194,12 +199,38 @@ def cases():
     }
 
 
+def conv_activation(activation):
+    """x -> Conv(3x3, pads 1, stride 1, bias) -> activation -> y at opset 17, seeded weights:
+    what rlflow fuses into one convolution with an activation."""
+    rng = np.random.default_rng(17)
+    w = rng.uniform(-0.5, 0.5, size=(6, 4, 3, 3)).astype(np.float32)
+    b = rng.uniform(-0.5, 0.5, size=(6,)).astype(np.float32)
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["conv"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node(activation, ["conv"], ["y"], name="activation"),
+    ]
+    graph = helper.make_graph(nodes, "conv_" + activation.lower(),
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 9, 7])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 6, 9, 7])],
+                              [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="rlflow-op-cases")
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
+def contrib_cases():
+    return {f"conv_{a.lower()}": conv_activation(a) for a in ("Relu", "Sigmoid", "Tanh")}
+
+
 def main() -> None:
     out = sys.argv[1] if len(sys.argv) > 1 else "tests/data/ops"
-    os.makedirs(out, exist_ok=True)
-    for name, m in cases().items():
-        onnx.save(m, os.path.join(out, name + ".onnx"))
-        print(os.path.join(out, name + ".onnx"))
+    contrib = sys.argv[2] if len(sys.argv) > 2 else "tests/data/contrib"
+    for folder, models in ((out, cases()), (contrib, contrib_cases())):
+        os.makedirs(folder, exist_ok=True)
+        for name, m in models.items():
+            onnx.save(m, os.path.join(folder, name + ".onnx"))
+            print(os.path.join(folder, name + ".onnx"))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,9 @@
 #      must match ORT's outputs (rtol/atol 1e-4).
 #   For every SOURCE_DIR/tests/data/ops/*.onnx (one-node models of the newer core ops,
 #   from tools/make_op_cases.py): rlflow info lists no opaque op, then steps 2-4.
+#   For every SOURCE_DIR/tests/data/contrib/*.onnx (a Conv and its activation): written with
+#   --fused-conv-ms it is one com.microsoft.FusedConv node, which ORT must run to the
+#   standard ops' outputs (1e-5 relative).
 #   5. for the opset-17 exports and every SOURCE_DIR/tests/data/opaque/*.onnx (models with
 #      ops rlflow cannot execute, verified region by region): rlflow optimize (greedy),
 #      and compare.js: the optimised model must agree with the original in ORT to 1e-4
@@ -179,6 +182,32 @@ core_only() {
 for f in "$SOURCE_DIR"/tests/data/ops/*.onnx; do
     begin "op_$(basename "$f" .onnx)"
     core_only "$name" "$f" "$w" && check "$name" "$f" "$w" || status=1
+    record "$name" "$t0" "$status"
+done
+
+# fused_conv_node NAME MODEL DIR: MODEL (a Conv and its activation in standard ops, from
+# tools/make_op_cases.py) written with --fused-conv-ms is one com.microsoft.FusedConv node,
+# and ORT runs it to MODEL's outputs.
+fused_conv_node() {
+    local name=$1 model=$2 w=$3
+    step optimize_ms "$w/optimize_ms.log" "$RLFLOW_BIN" optimize "$model" -o "$w/fused.onnx" --search greedy \
+        --cost analytic --guard none --fused-conv-ms --report "$w/optimize_ms.json" || return 1
+    local written
+    written=$(node -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+        const fused = Object.keys(r.rewrites_applied).filter(k => k.startsWith("fuse_conv_"));
+        process.stdout.write(r.nonstandard_ops.join(",") + " " + fused.join(","));' "$w/optimize_ms.json") || return 1
+    if [[ $written != "com.microsoft.FusedConv fuse_conv_"* ]]; then
+        echo "  $name: expected one fused convolution written as com.microsoft.FusedConv, got '$written'"
+        return 1
+    fi
+    step compare_ms "$w/compare_ms.log" node "$COMPARE_JS" "$model" "$w/fused.onnx" --rtol 1e-5 --seed 3 --runs 1 || return 1
+    echo "$name: one node ($written) vs standard ops in ORT: $(grep '^{' "$w/compare_ms.log" | tail -n 1)"
+    contrib_models=$((contrib_models + 1))
+}
+
+for f in "$SOURCE_DIR"/tests/data/contrib/*.onnx; do
+    begin "contrib_$(basename "$f" .onnx)"
+    fused_conv_node "$name" "$f" "$w" || status=1
     record "$name" "$t0" "$status"
 done
 
