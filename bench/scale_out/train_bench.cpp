@@ -1,4 +1,4 @@
-// Data-parallel training throughput (SPEC, "Scale-out"): the model-free trainer on the
+// Data-parallel training throughput (docs/scale-out.md): the model-free trainer on the
 // ranks mpiexec started, each rank one thread, as `rlflow train` runs under mpirun.
 //   mpiexec -n K build/bench/rlflow_scale_out_train_bench
 // - train: updates of the trainer on squeezenet1_1, resnet18, inception_v3 and bert, two

@@ -1,5 +1,5 @@
-// `mpirun -np K rlflow train|eval|rules generate ...` as a user runs them (SPEC,
-// "Scale-out"): the ranks train one agent (model-free or model-based) that rank 0 logs and
+// `mpirun -np K rlflow train|eval|rules generate ...` as a user runs them
+// (docs/scale-out.md): the ranks train one agent (model-free or model-based) that rank 0 logs and
 // saves, a run resumes with another rank count, a rank that dies or fails stops the others
 // with an error instead of leaving them waiting, and eval and rules generate write what
 // one process writes.

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// Communicators: the collectives that data-parallel training, distributed evaluation and
-/// distributed rule generation need (SPEC, "Scale-out"), as a concept with two models.
+/// distributed rule generation need (docs/scale-out.md), as a concept with two models.
 /// SingleProcess (here) is the default and needs nothing; MpiCommunicator
 /// (core/mpi_communicator.hpp) runs the same code under `mpirun` when rlflow is built with
 /// RLFLOW_ENABLE_MPI. Code written against the concept never includes <mpi.h>.

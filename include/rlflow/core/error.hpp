@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The error hierarchy and the three kinds of check (STYLE.md §8, §10).
+/// The error hierarchy and the three kinds of check.
 ///
 /// Every error a user can cause derives from `rlflow::error`. Its message names the thing
 /// at fault (file, node, op); `what()` puts `[rlflow.<kind>]` before it, for logs and for

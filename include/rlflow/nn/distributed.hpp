@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The two collectives of data-parallel training (SPEC, "Scale-out"), over any
+/// The two collectives of data-parallel training (docs/scale-out.md), over any
 /// Communicator: gradients averaged over the ranks, each rank weighted by the samples its
 /// gradient is the mean of, and parameters broadcast from one rank. Ranks that start from
 /// the root's parameters and step an optimiser on the averaged gradient stay equal, and

@@ -1,8 +1,8 @@
 #pragma once
 /// \file
 /// `graph_features`: an rlflow::Graph as a HostGraph, the input of a GraphBatch and so of
-/// the graph network that encodes an RL observation. Deliberately modest (SPEC: "node
-/// features: op type, log-scaled shapes, op cost; edge features: tensor dims"):
+/// the graph network that encodes an RL observation. Deliberately modest (node features:
+/// op type, log-scaled shapes, op cost; edge features: tensor dims):
 ///
 /// - a node per graph node (source nodes included), in id order;
 /// - an edge per use of a tensor, from its producer to its consumer, in producer id,

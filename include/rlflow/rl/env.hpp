@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// GraphEnv: the graph-rewriting environment (SPEC, "The RL formulation"; thesis §3.3),
+/// GraphEnv: the graph-rewriting environment (the RLFlow thesis §3.3),
 /// Gym-like. reset(graph) starts an episode on a graph; step(Action{xfer, location})
 /// applies rule `xfer` at its location `location` in place (the location index updates its
 /// masks incrementally and the cost tracker re-prices only the touched nodes), and returns

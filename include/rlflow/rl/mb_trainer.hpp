@@ -18,7 +18,7 @@
 /// is never passed), apart from the dream steps. Episodes are kept in a buffer of at most
 /// `buffer_states` observations, the oldest dropped first.
 ///
-/// Over the ranks of an AnyCommunicator (SPEC, "Scale-out"), every part is spread: each
+/// Over the ranks of an AnyCommunicator (docs/scale-out.md), every part is spread: each
 /// rank takes its share of the real steps (and the greedy episodes of every K-th graph)
 /// into a buffer of its own, its share of M's windows (the gradients all-reduced, weighted
 /// by transitions) and its share of the dream's rows (C's PPO update data-parallel,

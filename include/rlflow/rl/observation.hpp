@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// What the graph-rewriting environment shows an agent after each step (SPEC, "The RL
-/// formulation"; thesis §3.3): the graph as features for the graph network, which
+/// What the graph-rewriting environment shows an agent after each step (the RLFlow
+/// thesis §3.3): the graph as features for the graph network, which
 /// transformations (xfers) apply and where, and for each location the nodes it matched,
 /// so that a location head can score a location by the embeddings of its nodes
 /// (pointer-style: it works on graphs of any size).

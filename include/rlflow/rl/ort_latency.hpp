@@ -21,12 +21,12 @@
 /// the same sessions, as the end-to-end guard times its candidates (search/guard.hpp):
 /// round k runs both once, and the latency is L_ref times the median over sessions of the
 /// median paired ratio candidate_k / reference_k. A machine that changes speed between
-/// sessions (seen here: one file timed at 40.8 and then 56.2 ms in two consecutive
-/// sessions of 9 runs, each within 5%) shifts both runs of a pair alike, so rewards, which
-/// are differences of latencies over the start's, are ratios measured under one machine
-/// state. Timing each graph alone let such spells decide the reward: the fastest graphs
-/// that training reported at 0.70 to 0.83 of their start were 0.96 to 1.07 of it when
-/// tools/ort/compare.js timed them interleaved.
+/// sessions (one file's consecutive sessions can differ by a third, each steady within
+/// itself) shifts both runs of a pair alike, so rewards, which are differences of
+/// latencies over the start's, are ratios measured under one machine state. Timing each
+/// graph alone let such spells decide the reward: graphs that training reported far
+/// faster than their start were within a few percent of it when tools/ort/compare.js
+/// timed them interleaved.
 ///
 /// It also keeps, per interface, the fastest graph it timed, and the reference's latency:
 /// so that a training run can write the fastest graph it found, to be timed again
@@ -37,7 +37,7 @@
 ///
 /// The first reference is timed once more before its measurement, in one session whose
 /// result is dropped (`warm_process`): a fresh ORT process's first session can run slower
-/// (seen once in three fresh processes here: 46 ms against 35 ms on resnet18).
+/// than the sessions after it.
 
 #include <rlflow/core/error.hpp>
 #include <rlflow/cost/ort_backend.hpp>

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// The actor-critic of the model-free agent (SPEC, "The RL formulation"; thesis §3.4,
-/// with its defects fixed as REFERENCE.md lists them):
+/// The actor-critic of the model-free agent (the RLFlow thesis §3.4, with the defects
+/// below fixed):
 ///
 /// - encoder: a graph network (nn::GraphNetwork, graph_nets' encode-process) over the
 ///   observation's features, trained end to end with the heads (the thesis's encoder

@@ -373,7 +373,7 @@ void all_reduce_sums(C& comm, MinibatchSums& sums, std::size_t& samples) {
 
 }  // namespace detail
 
-/// One data-parallel PPO update over the ranks of `comm` (SPEC, "Scale-out"): each rank
+/// One data-parallel PPO update over the ranks of `comm` (docs/scale-out.md): each rank
 /// holds its own `segments`, and the run's samples are the ranks' in the order
 /// `placement` gives (detail::local_positions; empty: rank order). Every rank
 /// shuffles the run's sample indices alike (one generator, seeded alike), and each

@@ -2,7 +2,7 @@
 /// \file
 /// The world model of the model-based agent (RLFlow thesis ch. 4, after "World Models",
 /// Ha & Schmidhuber 2018): V encodes a graph into z, and M, an MDN-RNN, predicts from
-/// [z_t, action] how the graph changes. The thesis's defects (REFERENCE.md) are fixed:
+/// [z_t, action] how the graph changes. Where the thesis's model fell short, this one:
 ///
 /// - **V learns.** z = tanh(Linear(global latent of a graph network)) is trained through
 ///   M's grounded heads: the reward, done, the next xfer mask and the next per-xfer

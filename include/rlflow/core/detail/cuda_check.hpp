@@ -1,8 +1,8 @@
 #pragma once
 /// \file
 /// `RLFLOW_CUDA_CHECK(call)`: runs a CUDA runtime, cuDNN or cuBLAS call and throws
-/// `cuda_error` naming the call, the library's name for the failed status and file:line
-/// (STYLE.md §11). Private, so that CUDA stays reachable only through the CUDA headers
+/// `cuda_error` naming the call, the library's name for the failed status and file:line.
+/// Private, so that CUDA stays reachable only through the CUDA headers
 /// (cost/cudnn_profiler.hpp), never from the umbrella headers.
 
 #include <rlflow/core/error.hpp>
