@@ -159,16 +159,18 @@ def test_portable_refuses_a_contrib_op_input(squeezenet_file, tmp_path):
 
 
 def test_the_ledger_leaves_out_the_families_that_never_paid(squeezenet_file, tmp_path):
-    """The shipped ledger applies to the default rules at ort-cpu, level all; `ledger`
-    takes another file or none, and a damaged one is refused with its name."""
-    shipped = json.loads((SOURCE_DIR / "share" / "rlflow" / "ledger_ort_cpu.json").read_text())
+    """`ledger` is a file, none, or auto: the shipped ledger, for the default rules at
+    ort-cpu, level all, under the target's own prices; a damaged one is refused with its
+    name."""
+    shipped_file = SOURCE_DIR / "share" / "rlflow" / "ledger_ort_cpu.json"
+    shipped = json.loads(shipped_file.read_text())
     never = [f["family"] for f in shipped["families"] if not f["pays_on"] and f["slower_on"]]
-    _, report = fast_search(squeezenet_file, target="ort-cpu", ort_level="all")
-    assert report["ledger"]["file"].endswith("ledger_ort_cpu.json")
+    _, report = fast_search(squeezenet_file, ledger=str(shipped_file))
+    assert report["ledger"]["file"] == str(shipped_file)
     assert sorted(report["ledger"]["dropped_families"]) == sorted(never)
     assert (report["ledger"]["dropped_rules"] > 0) == bool(never)
-    # Another level than the one it was measured at: not applied.
-    _, report = fast_search(squeezenet_file, target="ort-cpu", ort_level="basic")
+    # auto under a price model the user chose, or at another level: not applied.
+    _, report = fast_search(squeezenet_file, target="ort-cpu", ort_level="all")
     assert report["ledger"] is None
     _, report = fast_search(squeezenet_file, ledger="none")
     assert report["ledger"] is None
@@ -176,3 +178,9 @@ def test_the_ledger_leaves_out_the_families_that_never_paid(squeezenet_file, tmp
     damaged.write_text('{"target": "ort-cpu", "fam')
     with pytest.raises(rlflow.Error, match="ledger.json: not a usable rule ledger"):
         fast_search(squeezenet_file, ledger=str(damaged))
+    ort_dir = SOURCE_DIR / "tools" / "ort"
+    if shutil.which("node") is None or not (ort_dir / "node_modules" / "onnxruntime-node").is_dir():
+        pytest.skip("auto under the target's own prices needs Node.js and onnxruntime-node (bash tools/setup.sh)")
+    _, report = rlflow.optimize(squeezenet_file, search="greedy", budget=2, guard="none", target="ort-cpu", ort_level="all")
+    assert report["ledger"]["file"].endswith("ledger_ort_cpu.json")
+    assert sorted(report["ledger"]["dropped_families"]) == sorted(never)

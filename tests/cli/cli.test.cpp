@@ -428,8 +428,16 @@ TEST_CASE("optimize leaves out the rule families the ledger says never pay, and 
     bool pruned_away = false;
     for (const auto& [rule, count] : none["rewrites_applied"].items()) pruned_away = pruned_away || !mine["rewrites_applied"].contains(rule);
     CHECK(pruned_away);
-    // The default at this target is the shipped ledger.
-    CHECK(applied("s", "")["ledger"]["file"].get<std::string>().ends_with("ledger_ort_cpu.json"));
+    // By default the shipped ledger applies to a run under the target's own prices (ONNX
+    // Runtime's, measured), not under a price model the user chose.
+    CHECK(applied("s", "")["ledger"].is_null());
+    const Result own = run_cli("optimize zoo:squeezenet1_1 -o " + (dir / "o.onnx").string()
+                               + " --search greedy --budget 2 --guard none --target ort-cpu --ort-level all --report " + (dir / "o.json").string());
+    REQUIRE_MESSAGE(own.exit_code == 0, own.output);
+    const auto shipped = nlohmann::json::parse(read(dir / "o.json"))["ledger"];
+    CHECK(shipped["file"].get<std::string>().ends_with("ledger_ort_cpu.json"));
+    CHECK(shipped["level"] == "all");
+    CHECK_FALSE(shipped["dropped_families"].empty());
     // A damaged ledger: exit 2, the file named, nothing written.
     std::ofstream(dir / "bad.json") << R"({"target": "ort-cpu", "families": [{"family": )";
     const Result bad = run_cli("optimize zoo:squeezenet1_1 -o " + (dir / "b.onnx").string() + quick + " --ledger " + (dir / "bad.json").string());

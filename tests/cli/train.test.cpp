@@ -3,6 +3,9 @@
 // and the trained agent optimising a model.
 #include "support.hpp"
 
+#include <rlflow/rewrite/default_rules.hpp>
+#include <rlflow/search/ledger.hpp>
+
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
@@ -13,6 +16,7 @@
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -388,4 +392,33 @@ TEST_CASE("train --init-from starts a model-free agent from another's weights an
     // Not with --resume, and not for the model-based agent yet.
     CHECK(run_cli("train --resume --init-from " + base + " --checkpoint " + tuned).exit_code == 2);
     CHECK(run_cli("train --agent mb --graph zoo:resnet18 --init-from " + base + " --checkpoint " + dir.file("mb") + common).exit_code == 2);
+}
+
+TEST_CASE("train leaves the rule families the ledger says never pay out of a new agent's action space") {
+    const ScratchDir dir("rlflow-cli-train-ledger");
+    // squeezenet's fire modules match the generated family that moves a Relu over a Concat.
+    const std::string family = "Concat+Relu+Relu -> Concat+Relu";
+    const std::string ledger = dir.file("ledger.json");
+    std::ofstream(ledger) << R"({"target": "ort-cpu", "target_level": "all", "families": [{"family": ")" << family
+                          << R"(", "median_ratio": 1.03, "best_ratio": 1.01, "models": ["a"], "pays_on": [], "slower_on": ["a"]}]})";
+    const std::string common = " --graph zoo:squeezenet1_1 --cost analytic --target ort-cpu --ort-level all --rollout-steps 8 --updates 1 --seed 4";
+    const Result pruned = run_cli("train --checkpoint " + dir.file("pruned") + common + " --ledger " + ledger);
+    REQUIRE_MESSAGE(pruned.exit_code == 0, pruned.output);
+    CHECK(pruned.output.find("left out of the action space") != std::string::npos);
+    const Result every = run_cli("train --checkpoint " + dir.file("every") + common + " --ledger none");
+    REQUIRE_MESSAGE(every.exit_code == 0, every.output);
+    const rlflow::rewrite::RuleSet library = rlflow::rewrite::default_rules();
+    const std::set<std::string> builtin = rlflow::search::builtin_rule_names();
+    const auto of_family = [&](const std::string& agent) {
+        std::size_t n = 0;
+        const nlohmann::json state = nlohmann::json::parse(read_file(agent + "/agent.json"));
+        for (const auto& name : state["rules"])
+            n += rlflow::search::rule_family(library.at(name.get<std::string>()), builtin) == family ? 1 : 0;
+        return n;
+    };
+    CHECK(of_family(dir.file("every")) > 0);
+    CHECK(of_family(dir.file("pruned")) == 0);
+    // Everything else of the action space is kept.
+    const auto rules = [&](const std::string& agent) { return nlohmann::json::parse(read_file(agent + "/agent.json"))["rules"].size(); };
+    CHECK(rules(dir.file("pruned")) == rules(dir.file("every")) - of_family(dir.file("every")));
 }

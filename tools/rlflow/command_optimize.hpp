@@ -832,18 +832,23 @@ inline std::string guard_description(const GuardSettings& guard) {
     return "off";
 }
 
-/// The ledger `o.ledger` names for `target`, if one applies: a file always; "auto" the
-/// shipped one when the rules are the default set and the target is the one it was
-/// measured at (ort-cpu at its level), and it is there.
-inline std::optional<search::Ledger> ledger_for(const OptimizeOptions& o, const cost::Target& target) {
-    if (o.ledger == "none") return std::nullopt;
-    if (o.ledger != "auto") return search::load_ledger(o.ledger);
+/// The ledger `ledger` names, if one applies: a file always; "auto" the shipped one when
+/// the search runs as a user's default run for the target it was measured at: the default
+/// rules (not a set given in code), the target's own prices (--cost auto, --device auto)
+/// and ort-cpu at the ledger's level. A run priced by a chosen model (a GPU preset on the
+/// research benchmark, say) keeps every rule.
+inline std::optional<search::Ledger> ledger_for(const std::string& ledger, const std::string& rules, bool rules_given,
+                                                const TargetFlags& where, const cost::Target& target) {
+    if (ledger == "none") return std::nullopt;
+    if (ledger != "auto") return search::load_ledger(ledger);
     const std::filesystem::path shipped = search::shipped_ledger_path();
-    if (o.rule_set || (o.rules != "default" && !o.rules.empty()) || !std::filesystem::exists(shipped)) return std::nullopt;
-    search::Ledger ledger = search::load_ledger(shipped);
-    if (ledger.target != target.name() || (target.kind == cost::TargetKind::ort_cpu && ledger.level != target.ort.level))
+    if (rules_given || (rules != "default" && !rules.empty()) || where.cost != "auto" || where.device != "auto"
+        || !std::filesystem::exists(shipped))
         return std::nullopt;
-    return ledger;
+    search::Ledger found = search::load_ledger(shipped);
+    if (found.target != target.name() || (target.kind == cost::TargetKind::ort_cpu && found.level != target.ort.level))
+        return std::nullopt;
+    return found;
 }
 
 /// The rules to search with, without the families `ledger` says never pay; `report`
@@ -880,7 +885,7 @@ template <cost::CostBackend Backend>
 OptimizedModel optimize_graph(const OptimizeOptions& o, const Graph& original, const std::optional<std::filesystem::path>& input_file,
                               Backend backend, const cost::Target& target, const CostChoice& pricing) {
     const GuardSettings guard = guard_settings(o, target);
-    const std::optional<search::Ledger> ledger = ledger_for(o, target);
+    const std::optional<search::Ledger> ledger = ledger_for(o.ledger, o.rules, o.rule_set != nullptr, o.where, target);
     nlohmann::json ledger_report;
     const auto rules = rules_after_ledger(o.rule_set ? o.rule_set : load_rule_set(o.rules), ledger, ledger_report);
     cost::CostModel<Backend> model(std::move(backend));
@@ -1064,7 +1069,8 @@ inline void add_optimize_command(CLI::App& app) {
                     "default (built-in + generated library), builtin, or a rules file (text or binary)")
         ->capture_default_str();
     cmd->add_option("--ledger", o->ledger,
-                    "the rule ledger: auto (the one shipped for ort-cpu at level all, applied to the default rules there), "
+                    "the rule ledger: auto (the one shipped for ort-cpu at level all, applied to the default rules there under "
+                    "the target's own prices), "
                     "none, or a ledger file from `rules measure`; families that never paid in it are left out and "
                     "candidates are timed in the order it expects")
         ->capture_default_str();

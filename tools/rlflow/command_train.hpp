@@ -62,6 +62,9 @@ struct TrainOptions {
     cost::Target target;
     std::string trained_for;
     std::string rules = "default";
+    /// The rule ledger, as optimize reads it (auto, none or a file): the families it says
+    /// never pay at the target are not in a new agent's action space.
+    std::string ledger = "auto";
     std::size_t rollout_steps = rl::PpoOptions{}.rollout_steps;
     std::size_t step_limit = rl::EnvOptions{}.step_limit;
     bool no_gains = false;
@@ -317,16 +320,31 @@ inline void write_fastest(rl::OrtLatency& latency, const std::vector<std::string
     write_file_atomically(dir / "fastest.json", all.dump(2) + "\n");
 }
 
+/// A new agent's action space: the rules of --rules that match the training graphs (the
+/// built-in rules of the default set always), without the families the target's ledger
+/// says never pay, as optimize leaves them out of its search.
+inline std::shared_ptr<const rewrite::RuleSet> new_action_space(const TrainOptions& o, const std::vector<Graph>& graphs, bool root) {
+    nlohmann::json left_out;
+    const auto library = rules_after_ledger(load_rule_set(o.rules), ledger_for(o.ledger, o.rules, false, o.where, o.target), left_out);
+    std::size_t builtins = 0;
+    if (o.rules == "default") {
+        const std::set<std::string> names = search::builtin_rule_names();
+        while (builtins < library->size() && names.contains((*library)[builtins].name)) ++builtins;
+    }
+    if (root && !left_out.is_null() && left_out["dropped_rules"].get<std::size_t>() > 0)
+        std::printf("ledger %s: %zu rules of families that never paid at the target left out of the action space\n",
+                    left_out["file"].get<std::string>().c_str(), left_out["dropped_rules"].get<std::size_t>());
+    return std::make_shared<const rewrite::RuleSet>(rl::rules_matching(*library, builtins, graphs));
+}
+
 /// The model-free agent's action space: its own rules when it resumes or starts from
-/// another agent (--init-from), else the rules of --rules that match the training graphs
-/// (then written into `state`).
-inline std::shared_ptr<const rewrite::RuleSet> mf_action_space(const TrainOptions& o, rl::AgentState& state, const std::vector<Graph>& graphs) {
-    const auto library = load_rule_set(o.rules);
+/// another agent (--init-from), else a new one (then written into `state`).
+inline std::shared_ptr<const rewrite::RuleSet> mf_action_space(const TrainOptions& o, rl::AgentState& state, const std::vector<Graph>& graphs,
+                                                               bool root) {
     if (o.resume || !o.init_from.empty())
         return std::make_shared<const rewrite::RuleSet>(
-            rl::agent_rules(state, *library, std::filesystem::path(o.resume ? o.checkpoint : o.init_from)));
-    auto rules = std::make_shared<const rewrite::RuleSet>(
-        rl::rules_matching(*library, o.rules == "default" ? rewrite::builtin_rules().size() : 0, graphs));
+            rl::agent_rules(state, *load_rule_set(o.rules), std::filesystem::path(o.resume ? o.checkpoint : o.init_from)));
+    auto rules = new_action_space(o, graphs, root);
     state.rules = rl::rule_names(*rules);
     return rules;
 }
@@ -368,7 +386,7 @@ void train_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
     load_cost_cache(model, cache);
     std::vector<Graph> graphs;
     for (const std::string& g : state.graphs) graphs.push_back(load_model(g, o.load));
-    const auto rules = mf_action_space(o, state, graphs);
+    const auto rules = mf_action_space(o, state, graphs, ranks.root());
     const std::vector<std::string> keys = interface_keys(graphs);
     rl::MfTrainer<AgentBackend, Backend> trainer(std::move(graphs), rules, model, state, o.jobs, reward.measure(), ranks.comm());
     if (o.resume) rl::load_agent_weights(dir, trainer.policy().parameters(), &trainer.adam());
@@ -475,9 +493,7 @@ void train_mb_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
     load_cost_cache(model, cache);
     std::vector<Graph> graphs;
     for (const std::string& g : o.graphs) graphs.push_back(load_model(g, o.load));
-    const auto library = load_rule_set(o.rules);
-    const auto rules = std::make_shared<const rewrite::RuleSet>(
-        rl::rules_matching(*library, o.rules == "default" ? rewrite::builtin_rules().size() : 0, graphs));
+    const auto rules = new_action_space(o, graphs, ranks.root());
     rl::MbOptions options;
     options.env.step_limit = o.step_limit;
     options.env.one_step_gains = !o.no_gains;
@@ -610,6 +626,11 @@ inline void add_train_command(CLI::App& app) {
                     "~/.cache/rlflow, shared with optimize)");
     cmd->add_option("--rules", o->rules,
                     "default (built-in rules + the generated rules that match a training graph), builtin, or a rules file")
+        ->capture_default_str();
+    cmd->add_option("--ledger", o->ledger,
+                    "the rule ledger, as optimize reads it: auto (the one shipped for ort-cpu at level all, applied to the "
+                    "default rules there under the target's own prices), none, or a ledger file; families that never paid in it are not in a new agent's "
+                    "action space")
         ->capture_default_str();
     cmd->add_option("--rollout-steps", o->rollout_steps, "environment steps per update")
         ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))->capture_default_str();
