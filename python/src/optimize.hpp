@@ -111,7 +111,8 @@ prices), analytic, cpu, ort or cudnn; `budget` bounds the search (0: by the grap
 candidates are timed against the input in ONNX Runtime (`guard`), and the input is returned unchanged
 unless one is faster. `portable` writes standard ONNX ops only (an input holding an ONNX Runtime
 contrib op raises rlflow.Error). `ledger` is the rule ledger: auto (the one shipped for ort-cpu at
-level all), none, or a file from `rlflow rules measure`. The result is checked against the input on random inputs; a mismatch raises
+level all, applied to the default rules under the target's own prices), none, or a file from
+`rlflow rules measure`; the families it says never pay are left out of the rules. The result is checked against the input on random inputs; a mismatch raises
 rlflow.VerificationError. The GIL is released while it works, and Ctrl-C stops the search with the
 best graph so far. Returns (graph, report dict).)");
 }
