@@ -95,4 +95,9 @@ inline void expect_one_of(const std::string& argument, const std::string& value,
     throw precondition_error(argument + "='" + value + "' is not one of: " + choices);
 }
 
+/// The same check against a table the command line's checks read.
+inline void expect_listed(const std::string& argument, const std::string& value, const std::vector<std::string>& allowed) {
+    expect_one_of(argument, value, std::set<std::string>(allowed.begin(), allowed.end()));
+}
+
 }  // namespace rlflow::python

@@ -21,7 +21,7 @@ struct OptimizeArguments {
 
 /// OptimizeOptions from the arguments, each checked as the command line checks its flag.
 inline cli::OptimizeOptions optimize_options(const OptimizeArguments& a, cli::OptimizeOptions o) {
-    expect_one_of("search", o.search, {"greedy", "taso", "eqsat", "mf", "mb"});
+    expect_listed("search", o.search, cli::search_names);
     std::set<std::string> targets{"auto"};
     for (const cost::TargetKindName& t : cost::target_kind_names) targets.emplace(t.name);
     expect_one_of("target", o.where.target, targets);
@@ -29,8 +29,8 @@ inline cli::OptimizeOptions optimize_options(const OptimizeArguments& a, cli::Op
     for (const auto& [kind, name] : cli::cost_kind_names)
         if (kind != cli::CostKind::table) costs.emplace(name);
     if (!o.where.cost.starts_with("table:")) expect_one_of("cost", o.where.cost, costs);
-    expect_one_of("guard", o.guard, {"auto", "ort", "none"});
-    if (!o.where.ort_level.empty()) expect_one_of("ort_level", o.where.ort_level, {"disabled", "basic", "extended", "all"});
+    expect_listed("guard", o.guard, cli::guard_names);
+    if (!o.where.ort_level.empty()) expect_listed("ort_level", o.where.ort_level, cli::ort_level_names);
     RLFLOW_EXPECTS(o.where.ort_threads >= 0, precondition_error, "ort_threads must be 0 (the target's) or positive");
     std::set<std::string> devices{"auto"};
     for (const cost::DeviceSpec& d : cost::device_presets) devices.emplace(d.name);

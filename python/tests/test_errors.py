@@ -51,3 +51,15 @@ def test_errors_are_runtime_errors_with_the_message_alone():
     with pytest.raises(RuntimeError) as caught:
         rlflow.load(b"")
     assert not str(caught.value).startswith("[rlflow.")
+
+
+def test_optimize_takes_the_command_lines_choices(squeezenet_file):
+    """search, guard and ort_level are checked against the tables `rlflow optimize` reads:
+    guard='cuda' is a choice (refused for a CPU target, as on the command line)."""
+    g = rlflow.load(squeezenet_file)
+    with pytest.raises(ValueError, match="guard='maybe' is not one of: auto, cuda, none, ort"):
+        rlflow.optimize(g, guard="maybe")
+    with pytest.raises(ValueError, match="ort_level='fast' is not one of: all, basic, disabled, extended"):
+        rlflow.optimize(g, ort_level="fast")
+    with pytest.raises(rlflow.Error, match="cuda"):
+        rlflow.optimize(g, guard="cuda", target="ort-cpu", cost="analytic", search="greedy")

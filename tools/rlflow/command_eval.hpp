@@ -68,11 +68,8 @@ struct EvalOptions {
     std::string cost_cache;
 };
 
-/// The methods eval knows, in the order its tables list them.
-inline const std::vector<std::string>& eval_methods() {
-    static const std::vector<std::string> methods{"greedy", "taso", "eqsat", "mf", "mb"};
-    return methods;
-}
+/// The methods eval knows, in the order its tables list them: optimize's searches.
+inline const std::vector<std::string>& eval_methods() { return search_names; }
 
 /// A trained agent that eval may use: its directory, kind, graphs and what training cost.
 struct EvalAgent {
@@ -369,7 +366,7 @@ inline void add_eval_command(CLI::App& app) {
     cmd->add_option("--out", o->out, "the output folder (cells, inputs, results.json, results.md)")->required();
     cmd->add_flag("--ort", o->ort, "also time each result against its input in ONNX Runtime");
     cmd->add_option("--ort-level", o->ort_levels, "ONNX Runtime optimisation levels to time at (comma-separated); the first also prices --cost ort")
-        ->delimiter(',')->check(CLI::IsMember({"disabled", "basic", "extended", "all"}))->capture_default_str();
+        ->delimiter(',')->check(CLI::IsMember(ort_level_names))->capture_default_str();
     cmd->add_option("--ort-threads", o->ort_threads, "ONNX Runtime threads")->check(CLI::PositiveNumber)->capture_default_str();
     cmd->add_option("--ort-runs", o->ort_runs, "--ort: interleaved timed runs of each pair")->check(CLI::Range(3, 1000))->capture_default_str();
     cmd->add_option("--time-limit", o->time_limit, "seconds per cell's search (0: none)")->check(CLI::Range(0.0, 1e9))->capture_default_str();

@@ -71,7 +71,8 @@ struct OptimizeOptions {
     /// only names them in the report.
     std::shared_ptr<const rewrite::RuleSet> rule_set;
     /// The rule ledger (search/ledger.hpp): "auto" (the one rlflow ships, for the default
-    /// rules at an ort-cpu target of its level), "none", or a ledger file. Its families that
+    /// rules at an ort-cpu target of its level under the target's own prices: ledger_for),
+    /// "none", or a ledger file. Its families that
     /// never paid are left out of the rules, and candidates are timed in the order of what
     /// it expects of them.
     std::string ledger = "auto";
@@ -104,6 +105,11 @@ struct OptimizeOptions {
     /// refused, and so is an input that already holds one).
     bool portable = false;
 };
+
+/// The searches --search (and Python's search) names.
+inline const std::vector<std::string> search_names{"greedy", "taso", "eqsat", "mf", "mb"};
+/// How --guard (and Python's guard) may time the candidates.
+inline const std::vector<std::string> guard_names{"auto", "ort", "cuda", "none"};
 
 /// The ONNX file a MODEL argument names, if it is one (not zoo:NAME).
 inline std::optional<std::filesystem::path> model_file(const OptimizeOptions& o) {
@@ -994,7 +1000,7 @@ inline void add_optimize_command(CLI::App& app) {
     cmd->add_option("--search", o->search,
                     "greedy, taso (cost-ordered backtracking), eqsat (equality saturation, then extraction), mf or mb "
                     "(roll out the model-free or model-based agent --agent names; --budget counts its steps)")
-        ->check(CLI::IsMember({"greedy", "taso", "eqsat", "mf", "mb"}))->capture_default_str();
+        ->check(CLI::IsMember(search_names))->capture_default_str();
     cmd->add_option("--node-limit", o->eqsat.node_limit,
                     "--search eqsat: stop exploring at this many e-nodes (0: 50,000, or 10 per node on larger graphs)")
         ->check(CLI::Range(std::size_t{0}, std::size_t{100'000'000}))->capture_default_str();
@@ -1042,11 +1048,11 @@ inline void add_optimize_command(CLI::App& app) {
     cmd->add_option("--guard", o->guard,
                     "time the input and the best candidates whole and write a candidate only if it is faster: auto (ONNX "
                     "Runtime for an ort-cpu target when it is installed, the CUDA executor for a cuda target), ort, cuda or none")
-        ->check(CLI::IsMember({"auto", "ort", "cuda", "none"}))->capture_default_str();
+        ->check(CLI::IsMember(guard_names))->capture_default_str();
     cmd->add_option("--guard-levels", o->guard_levels,
                     "further ONNX Runtime levels the guard times at, where the written model must not be slower (the "
                     "target's own level, where it must be faster, is always timed first)")
-        ->check(CLI::IsMember({"disabled", "basic", "extended", "all"}));
+        ->check(CLI::IsMember(ort_level_names));
     cmd->add_option("--guard-candidates", o->guard_candidates,
                     "how many candidates the guard times at most: distinct graphs taken in turn from each price model's "
                     "cheapest (each model searches for this many)")

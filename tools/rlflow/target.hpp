@@ -22,6 +22,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <vector>
 #include <string_view>
 #include <utility>
 
@@ -114,6 +115,10 @@ struct TargetFlags {
     int ort_threads = 0;
 };
 
+/// ONNX Runtime's graph optimisation levels, as --ort-level, --guard-levels and Python's
+/// ort_level take them.
+inline const std::vector<std::string> ort_level_names{"disabled", "basic", "extended", "all"};
+
 /// Adds --target, --cost, --device, --ort-level and --ort-threads to `cmd`.
 inline void add_target_flags(CLI::App& cmd, TargetFlags& f) {
     std::vector<std::string> targets{"auto"};
@@ -144,7 +149,7 @@ inline void add_target_flags(CLI::App& cmd, TargetFlags& f) {
                    "for ort-cpu, v100 for cuda), " + cost::device_preset_names())
         ->check(CLI::IsMember(devices))->capture_default_str();
     cmd.add_option("--ort-level", f.ort_level, "ort-cpu target: ONNX Runtime's optimisation level (default: all)")
-        ->check(CLI::IsMember({"disabled", "basic", "extended", "all"}));
+        ->check(CLI::IsMember(ort_level_names));
     cmd.add_option("--ort-threads", f.ort_threads,
                    "ort-cpu target: ONNX Runtime's intra-op threads (default: this machine's physical cores, " +
                        std::to_string(cost::physical_cores()) + ")")
