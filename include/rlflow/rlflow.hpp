@@ -9,6 +9,7 @@
 #include <rlflow/models.hpp>
 #include <rlflow/nn.hpp>
 #include <rlflow/onnx.hpp>
+#include <rlflow/optimize.hpp>
 #include <rlflow/rewrite.hpp>
 #include <rlflow/rl.hpp>
 #include <rlflow/search.hpp>

@@ -20,13 +20,6 @@ namespace rlflow::python {
 
 namespace py = pybind11;
 
-/// Raised when an optimised graph differs from its input on random inputs: nothing is
-/// returned, as the command line writes nothing.
-class verification_error : public ::rlflow::error {
-public:
-    explicit verification_error(const std::string& message) : ::rlflow::error("verification_error", message) {}
-};
-
 /// The Python class of each rlflow error kind, all derived from rlflow.Error.
 inline std::map<std::string, py::object>& error_classes() {
     static auto* classes = new std::map<std::string, py::object>();  // lives as long as the interpreter

@@ -57,10 +57,10 @@ private:
 inline std::unique_ptr<EnvCore> make_env_core(const cli::TargetFlags& where, std::shared_ptr<const rewrite::RuleSet> rules,
                                               const rl::EnvOptions& options) {
     const cost::Target target = cli::resolve_target(where);
-    const cli::CostChoice pricing = cli::resolve_cost(where, target);
-    if (pricing.kind == cli::CostKind::ort)
+    const opt::CostChoice pricing = cli::resolve_cost(where, target);
+    if (pricing.kind == opt::CostKind::ort)
         if (const auto why = cost::ort_unavailable_reason()) throw precondition_error("cost='ort': " + *why + "; " + cost::ort_install_hint());
-    return cli::with_cost_backend(pricing, target, {}, [&](auto backend) -> std::unique_ptr<EnvCore> {
+    return opt::with_cost_backend(pricing, target, {}, [&](auto backend) -> std::unique_ptr<EnvCore> {
         return std::make_unique<EnvOver<decltype(backend)>>(std::move(backend), std::move(rules), options);
     });
 }

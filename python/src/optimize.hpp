@@ -1,7 +1,7 @@
 #pragma once
-// rlflow.optimize: the search, the ONNX Runtime guard and the verification of
-// `rlflow optimize`, on a Graph, with the GIL released; Ctrl-C stops the search with the
-// best graph so far.
+// rlflow.optimize: the library's front door (rlflow/optimize.hpp), as `rlflow optimize`
+// calls it, on a Graph, with the GIL released; Ctrl-C stops the search with the best graph
+// so far. The keyword arguments are read into the same OptimizeRequest as the flags.
 
 #include "common.hpp"
 #include "graph.hpp"
@@ -21,16 +21,16 @@ struct OptimizeArguments {
 
 /// OptimizeOptions from the arguments, each checked as the command line checks its flag.
 inline cli::OptimizeOptions optimize_options(const OptimizeArguments& a, cli::OptimizeOptions o) {
-    expect_listed("search", o.search, cli::search_names);
+    expect_listed("search", o.search, search_kind_names.names());
     std::set<std::string> targets{"auto"};
     for (const cost::TargetKindName& t : cost::target_kind_names) targets.emplace(t.name);
     expect_one_of("target", o.where.target, targets);
     std::set<std::string> costs{"auto", "table:FILE"};
-    for (const auto& [kind, name] : cli::cost_kind_names)
-        if (kind != cli::CostKind::table) costs.emplace(name);
+    for (const Named<opt::CostKind>& c : opt::cost_kind_names.entries)
+        if (c.value != opt::CostKind::table) costs.emplace(c.name);
     if (!o.where.cost.starts_with("table:")) expect_one_of("cost", o.where.cost, costs);
-    expect_listed("guard", o.guard, cli::guard_names);
-    if (!o.where.ort_level.empty()) expect_listed("ort_level", o.where.ort_level, cli::ort_level_names);
+    expect_listed("guard", o.guard, opt::guard_mode_names.names());
+    if (!o.where.ort_level.empty()) expect_listed("ort_level", o.where.ort_level, opt::ort_level_names);
     RLFLOW_EXPECTS(o.where.ort_threads >= 0, precondition_error, "ort_threads must be 0 (the target's) or positive");
     std::set<std::string> devices{"auto"};
     for (const cost::DeviceSpec& d : cost::device_presets) devices.emplace(d.name);
@@ -56,16 +56,19 @@ inline py::tuple optimize(const OptimizeArguments& a, const cli::OptimizeOptions
     const PyGraph input = py::isinstance<PyGraph>(a.model) ? a.model.cast<const PyGraph&>() : load_graph(a.model, {});
     cli::OptimizeOptions o = optimize_options(a, given);
     o.model = input.source;
-    cli::OptimizedModel result;
+    OptimizeRequest request = cli::optimize_request(o, &cli::interrupted);
+    request.input.file = input.file;
+    std::optional<OptimizeResult> result;
     {
         const py::gil_scoped_release unlocked;
-        result = cli::optimize_model(o, input.graph, input.file);
+        const cli::SigintStop sigint;
+        result = rlflow::optimize(input.graph, request);
     }
-    if (!result.check.equal)
-        throw verification_error("the optimised graph differs from the original (" + result.check.detail + ")");
-    PyGraph out = result.written.is_input ? input
-                                          : PyGraph{std::move(result.written.graph), input.source + " (optimised)", std::nullopt};
-    return py::make_tuple(std::move(out), to_python(result.report));
+    if (!result->verified())
+        throw verification_error("the optimised graph differs from the original (" + result->report.verification.detail + ")");
+    const nlohmann::json report = result->report.to_json();
+    PyGraph out = result->is_input() ? input : PyGraph{std::move(result->graph), input.source + " (optimised)", std::nullopt};
+    return py::make_tuple(std::move(out), to_python(report));
 }
 
 inline void bind_optimize(py::module_& m) {

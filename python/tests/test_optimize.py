@@ -42,6 +42,29 @@ def test_optimise_save_reload_gives_equal_outputs(squeezenet_file, tmp_path):
         np.testing.assert_allclose(got[name], want[name], rtol=RTOL, atol=ATOL)
 
 
+def test_the_command_line_and_the_module_give_the_same_report_and_bytes(squeezenet_file, tmp_path):
+    """`rlflow optimize` and rlflow.optimize call the same function (rlflow::optimize): for one
+    seed, the same report keys and values (the clocks' readings aside) and the same bytes."""
+    cli = os.environ.get("RLFLOW_CLI")
+    if not cli:
+        pytest.skip("needs the command line beside the module (RLFLOW_CLI, set by ctest)")
+    subprocess.run([cli, "optimize", str(squeezenet_file), "-o", str(tmp_path / "cli.onnx"), "--search", "greedy", "--cost",
+                    "analytic", "--guard", "none", "--seed", "5", "--report", str(tmp_path / "cli.json")],
+                   check=True, capture_output=True)
+    o, report = fast_search(rlflow.load(squeezenet_file), seed=5)
+    o.save(tmp_path / "py.onnx")
+    with open(tmp_path / "cli.json") as f:
+        from_cli = json.load(f)
+    assert set(from_cli) == set(report)
+    clocks = {"seconds", "peak_rss_bytes", "peak_search_bytes"}
+    for proposer in from_cli["proposers"] + report["proposers"]:
+        del proposer["seconds"]
+    for key in set(from_cli) - clocks:
+        assert from_cli[key] == report[key], key
+    assert report["written"] == "optimised"
+    assert (tmp_path / "cli.onnx").read_bytes() == (tmp_path / "py.onnx").read_bytes()
+
+
 def test_onnxruntime_node_runs_the_saved_files_alike(squeezenet_file, tmp_path):
     """ONNX Runtime (the npm package tools/setup.sh installs) as the independent oracle."""
     ort_dir = SOURCE_DIR / "tools" / "ort"

@@ -1,12 +1,11 @@
-// The CUDA plugin (tools/rlflow/cuda_loader.hpp): a CPU-only run maps no CUDA library, the
+// The CUDA plugin (rlflow/cost/cuda_plugin_loader.hpp): a CPU-only run maps no CUDA library, the
 // plugin loads and answers where it is built, and --cost cudnn without a GPU is refused
 // by name.
 
 #include "support.hpp"
 
-#include "../../tools/rlflow/cuda_loader.hpp"
-
 #include <rlflow/core/error.hpp>
+#include <rlflow/cost/cuda_plugin_loader.hpp>
 
 #include <string>
 
@@ -39,28 +38,28 @@ TEST_CASE("rlflow --version and info open no CUDA library") {
 }
 
 TEST_CASE("the CUDA plugin loads, counts devices and reports a missing device as an rlflow error") {
-    if (!cli::cuda_plugin_built) {
+    if (!cost::cuda_plugin_built) {
         MESSAGE("skipped: rlflow was built without CUDA, so there is no plugin");
         return;
     }
-    const cli::LoadedCudaPlugin plugin = cli::open_cuda_plugin();  // found where it was built
+    const cost::LoadedCudaPlugin plugin = cost::open_cuda_plugin();  // found where it was built
     REQUIRE_MESSAGE(plugin.api != nullptr, plugin.reason);
-    CHECK(plugin.api->version == cli::CudaPluginApi::current_version);
+    CHECK(plugin.api->version == cost::CudaPluginApi::current_version);
     const int devices = plugin.api->device_count();
     CHECK(devices >= 0);
     if (devices == 0) {
         CHECK_THROWS_AS((void)plugin.api->make_profiler(0), rlflow::error);
     } else {
-        const std::unique_ptr<cli::GpuCostBackend> profiler = plugin.api->make_profiler(0);
+        const std::unique_ptr<cost::GpuCostBackend> profiler = plugin.api->make_profiler(0);
         CHECK(profiler->name().starts_with("cudnn:"));
     }
     ::setenv("RLFLOW_CUDA_PLUGIN", "/nonexistent/librlflow_cuda_plugin.so", 1);
-    CHECK(cli::cuda_plugin_candidates().front() == "/nonexistent/librlflow_cuda_plugin.so");  // the variable comes first
+    CHECK(cost::cuda_plugin_candidates().front() == "/nonexistent/librlflow_cuda_plugin.so");  // the variable comes first
     ::unsetenv("RLFLOW_CUDA_PLUGIN");
 }
 
 TEST_CASE("--cost cudnn on a machine with no GPU exits 2 and says why") {
-    if (cli::gpu_device_node_present()) {
+    if (cost::gpu_device_node_present()) {
         MESSAGE("skipped: this machine shows an NVIDIA GPU");
         return;
     }

@@ -25,7 +25,8 @@ struct ModuleDependencies {
 
 /// The module graph: core at the bottom; exec, onnx, models and nn on core; the rewrite
 /// engine on exec; rule synthesis on the engine; costs on exec and onnx; search on the
-/// engine and costs; the learning agents on the searches and nn. A module may include its
+/// engine and costs; the learning agents on the searches and nn; the front door
+/// (optimize) on all of them. A module may include its
 /// dependencies and whatever they may include.
 const std::vector<ModuleDependencies> module_graph = {
     {"core", {}},
@@ -38,6 +39,7 @@ const std::vector<ModuleDependencies> module_graph = {
     {"cost", {"exec", "onnx"}},
     {"search", {"rewrite", "cost"}},
     {"rl", {"search", "nn"}},
+    {"optimize", {"rl"}},
 };
 
 /// The umbrella of everything (rlflow/rlflow.hpp), which may include every module.

@@ -70,7 +70,9 @@ TEST_CASE("eqsat writes the cheapest of greedy's, the local search's and the ILP
     CHECK(r.stats.ilp->status != "infeasible");
     const double greedy = r.stats.greedy_cost_ms, local = r.stats.local_cost_ms, ilp = r.stats.ilp_cost_ms;
     CHECK(r.search.best_cost_ms <= std::min({greedy, local, ilp}) * (1 + 1e-9));
-    CHECK(r.stats.extraction == (ilp < std::min(greedy, local) ? "ilp" : local < greedy ? "local" : "greedy"));
+    CHECK(r.stats.extraction == (ilp < std::min(greedy, local) ? search::ExtractedBy::ilp
+                                 : local < greedy                ? search::ExtractedBy::local
+                                                                 : search::ExtractedBy::greedy));
     const auto report = rewrite::check_equivalence(g, r.search.graph, {.trials = 1, .seed = 1, .rtol = 1e-3, .atol = 1e-4});
     CHECK_MESSAGE(report.equal, report.detail);
 }
@@ -81,18 +83,18 @@ TEST_CASE("eqsat stops at its limits or a raised stop flag and still extracts, d
     search::EqsatOptions eq = small_limits();
     eq.iteration_limit = 1;
     const search::EqsatResult one = search::eqsat(g, rules(), model, {}, eq);
-    CHECK(one.stats.stop == "iteration_limit");
+    CHECK(one.stats.stop == search::SaturationStop::iteration_limit);
     CHECK(one.stats.iterations == 1);
     CHECK(one.search.reason == search::StopReason::budget);
     eq.iteration_limit = 10;
     eq.node_limit = g.num_nodes();
     const search::EqsatResult capped = search::eqsat(g, rules(), model, {}, eq);
-    CHECK(capped.stats.stop == "node_limit");
+    CHECK(capped.stats.stop == search::SaturationStop::node_limit);
     std::atomic<bool> stop{true};
     search::SearchOptions options;
     options.stop = &stop;
     const search::EqsatResult stopped = search::eqsat(g, rules(), model, options, eq);
-    CHECK(stopped.stats.stop == "interrupted");
+    CHECK(stopped.stats.stop == search::SaturationStop::interrupted);
     CHECK(stopped.search.reason == search::StopReason::interrupted);
     CHECK(stopped.search.best_cost_ms <= stopped.search.initial_cost_ms);
     const search::EqsatResult again = search::eqsat(g, rules(), model, {}, small_limits());
@@ -126,7 +128,7 @@ TEST_CASE("with the saturated schedule, convolutions merge after their BatchNorm
     const search::EqsatResult c = search::eqsat(g, rules(), model, {}, saturated);
     CHECK(a.stats.multi_rounds == 1);
     CHECK(c.stats.multi_rounds == 1);
-    CHECK(c.stats.stop == "saturated");
+    CHECK(c.stats.stop == search::SaturationStop::saturated);
     CHECK(c.stats.iterations > a.stats.iterations);  // it saturated, merged, then saturated again
     CHECK(c.search.best_cost_ms < a.search.best_cost_ms * (1 - 1e-6));
     CHECK(c.search.rewrites.contains("merge_conv_pair_bias"));
@@ -163,7 +165,7 @@ TEST_CASE("on a deep stack, the ILP by windows comes within 1% of one ILP, and t
     search::SeededEGraph seeded = search::seed_egraph(g);
     search::EqsatOptions none;
     none.iteration_limit = 0;
-    CHECK(search::saturate(seeded.egraph, *rules(), none, small) == "iteration_limit");
+    CHECK(search::saturate(seeded.egraph, *rules(), none, small) == search::SaturationStop::iteration_limit);
     CHECK(small.node_limit == 50000);
     search::SeededEGraph deeper = search::seed_egraph(models::build_zoo_model("encoder_small:150"));
     (void)search::saturate(deeper.egraph, *rules(), none, deep);

@@ -123,11 +123,11 @@ inline tools::PresetFit fit_table(const std::vector<tools::OpSample>& samples, b
 template <cost::CostBackend Backend>
 void record_with(const CostsRecordOptions& o, const cost::Target& target, Backend backend) {
     cost::CostModel<Backend> model(std::move(backend));
-    const auto cache = cost_cache_path("", model.name());
-    load_cost_cache(model, cache);
+    const auto cache = opt::cost_cache_path({}, model.name());
+    opt::load_cost_cache(model, cache, opt::print_message);
     const auto rules = load_rule_set(o.rules);
     cost::PriceTable table;
-    table.origin = {target.describe(), target_device(target), model.name(), "", "fp32", model.name()};
+    table.origin = {target.describe(), opt::target_device(target), model.name(), "", "fp32", model.name()};
     std::vector<tools::OpSample> samples;
     std::mt19937_64 rng(o.seed);
     const std::vector<std::size_t> focused = tools::rule_ids(*rules, tools::focused_rule_names());
@@ -137,13 +137,13 @@ void record_with(const CostsRecordOptions& o, const cost::Target& target, Backen
         ModelOptions load = o.load;
         load.seed = o.seed;
         const Graph g = load_model(o.models[m], load);
-        OptimizeOptions search;
-        search.budget = o.budget;
-        search.progress = false;
-        std::optional<search::EqsatStats> ignored;
-        search::SearchResult r = run_search(search, g, rules, model, 3, ignored);
+        OptimizeRequest search;
+        search.limits.budget = o.budget;
+        opt::StopFlag stop(nullptr);
+        std::optional<opt::EqsatUse> ignored;
+        search::SearchResult r = opt::run_search(search, "", g, rules, model, 3, stop, ignored);
         std::vector<Graph> seeds{g};
-        for (Outcome& c : candidate_outcomes(r, model.name())) seeds.push_back(std::move(c.graph));
+        for (opt::Outcome& c : opt::candidate_outcomes(r, model.name())) seeds.push_back(std::move(c.graph));
         for (std::size_t w = 0; w < o.walks; ++w) {
             std::size_t applied = 0;
             seeds.push_back(tools::random_walk(g, rules, focused, o.walk_steps, rng, applied));
@@ -151,7 +151,7 @@ void record_with(const CostsRecordOptions& o, const cost::Target& target, Backen
         for (const Graph& s : seeds) record_neighbourhood(s, rules, o.neighbours, model, table, samples);
     }
     bar.finish();
-    save_cost_cache(model, cache, false);
+    opt::save_cost_cache(model, cache, false, opt::print_message);
     const tools::PresetFit fit = fit_table(samples, target.kind == cost::TargetKind::ort_cpu);
     table.fit = fit.device;
     table.fit_rms_log_error = fit.rms_log_error;
@@ -180,10 +180,10 @@ inline void add_costs_command(CLI::App& app) {
     record->callback([o] {
         check_output_path(o->output, "--output");
         const cost::Target target = resolve_target(o->where);
-        const CostChoice pricing = resolve_cost(o->where, target);
-        RLFLOW_EXPECTS(pricing.kind != CostKind::table, precondition_error,
+        const opt::CostChoice pricing = resolve_cost(o->where, target);
+        RLFLOW_EXPECTS(pricing.kind != opt::CostKind::table, precondition_error,
                        "costs record measures prices; --cost table:FILE only reads them");
-        with_cost_backend(pricing, target, {o->seed, false}, [&](auto backend) { record_with(*o, target, std::move(backend)); });
+        opt::with_cost_backend(pricing, target, {o->seed, false}, [&](auto backend) { record_with(*o, target, std::move(backend)); });
     });
 }
 

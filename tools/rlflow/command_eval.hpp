@@ -69,7 +69,7 @@ struct EvalOptions {
 };
 
 /// The methods eval knows, in the order its tables list them: optimize's searches.
-inline const std::vector<std::string>& eval_methods() { return search_names; }
+inline std::vector<std::string> eval_methods() { return search_kind_names.names(); }
 
 /// A trained agent that eval may use: its directory, kind, graphs and what training cost.
 struct EvalAgent {
@@ -266,9 +266,7 @@ inline std::string results_markdown(const EvalOptions& o, const std::vector<nloh
 
 /// Checks everything before any work: methods, agents, rules, graphs, the output folder.
 inline std::vector<EvalAgent> check_eval(const EvalOptions& o) {
-    for (const std::string& m : o.methods)
-        if (std::find(eval_methods().begin(), eval_methods().end(), m) == eval_methods().end())
-            throw precondition_error("--methods: unknown method '" + m + "'; eval knows greedy, taso, eqsat, mf and mb");
+    for (const std::string& m : o.methods) (void)search_kind_names.parse(m, "--methods method");
     const auto library = load_rule_set(o.rules);
     std::vector<EvalAgent> agents;
     for (const std::string& dir : o.agents) agents.push_back(read_eval_agent(dir, *library));
@@ -366,7 +364,7 @@ inline void add_eval_command(CLI::App& app) {
     cmd->add_option("--out", o->out, "the output folder (cells, inputs, results.json, results.md)")->required();
     cmd->add_flag("--ort", o->ort, "also time each result against its input in ONNX Runtime");
     cmd->add_option("--ort-level", o->ort_levels, "ONNX Runtime optimisation levels to time at (comma-separated); the first also prices --cost ort")
-        ->delimiter(',')->check(CLI::IsMember(ort_level_names))->capture_default_str();
+        ->delimiter(',')->check(CLI::IsMember(opt::ort_level_names))->capture_default_str();
     cmd->add_option("--ort-threads", o->ort_threads, "ONNX Runtime threads")->check(CLI::PositiveNumber)->capture_default_str();
     cmd->add_option("--ort-runs", o->ort_runs, "--ort: interleaved timed runs of each pair")->check(CLI::Range(3, 1000))->capture_default_str();
     cmd->add_option("--time-limit", o->time_limit, "seconds per cell's search (0: none)")->check(CLI::Range(0.0, 1e9))->capture_default_str();
@@ -379,7 +377,7 @@ inline void add_eval_command(CLI::App& app) {
     cmd->add_option("--rules", o->rules, "as optimize --rules")->capture_default_str();
     cmd->add_option("--cost-cache", o->cost_cache, "as optimize --cost-cache");
     cmd->callback([o] {
-        if (o->cost != "auto" && o->cost != "analytic") (void)parse_cost_choice(o->cost);  // refused before any cell runs
+        if (o->cost != "auto" && o->cost != "analytic") (void)opt::parse_cost_choice(o->cost);  // refused before any cell runs
         dispatch_eval(*o);
     });
 }

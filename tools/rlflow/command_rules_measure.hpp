@@ -15,7 +15,6 @@
 // test says faster too.
 
 #include "command_optimize.hpp"
-#include "nchwc_groups.hpp"
 
 #include <rlflow/cost/ort_backend.hpp>
 #include <rlflow/rewrite/builtin_rules.hpp>
@@ -78,7 +77,7 @@ inline std::pair<Graph, std::map<std::string, std::size_t>> apply_everywhere(con
                                                                            const std::shared_ptr<const rewrite::RuleSet>& family) {
     rewrite::Rewriter rw(graph, family, search::detail::every_location);
     const std::uint32_t bound = graph.id_bound();
-    const auto applied = apply_while(rw, [&](std::size_t rule, const rewrite::Location& at) {
+    const auto applied = opt::apply_while(rw, [&](std::size_t rule, const rewrite::Location& at) {
         const std::size_t n = (*family)[rule].source.size();
         return std::all_of(at.nodes.begin(), at.nodes.begin() + static_cast<std::ptrdiff_t>(n),
                            [&](NodeId id) { return id.value < bound; });
@@ -149,21 +148,21 @@ class LedgerVariants {
 public:
     LedgerVariants(const OptimizeOptions& as_optimize, const Graph& input, std::filesystem::path folder)
         : m_as_optimize(as_optimize), m_input(input), m_folder(std::move(folder)),
-          m_forms{canonical_form(written_back(input, as_optimize)).bytes} {}
+          m_forms{canonical_form(opt::written_back(input, as_optimize.save, import_options(as_optimize.load))).bytes} {}
 
     /// Adds `g`, which `family` made `how` by applying `applied`, unless its written form
     /// is the input's or another's; `extra` goes into its result.
     void add(const MatchingFamily& family, const std::string& how, Graph g, const std::map<std::string, std::size_t>& applied,
              nlohmann::json extra) {
         if (applied.empty()) return;
-        settle_as_written(g);
-        std::string form = canonical_form(written_back(g, m_as_optimize)).bytes;
+        opt::settle_as_written(g);
+        std::string form = canonical_form(opt::written_back(g, m_as_optimize.save, import_options(m_as_optimize.load))).bytes;
         if (std::find(m_forms.begin(), m_forms.end(), form) != m_forms.end()) {
             skipped.push_back({{"family", family.name}, {"how", how}, {"matches", family.matches},
                                {"why", "written as the input or as another result"}});
             return;
         }
-        const Verification check = verify(m_input, g, m_as_optimize);
+        const opt::Verification check = opt::verify(m_input, g, {m_as_optimize.verify_trials}, m_as_optimize.seed);
         if (!check.equal) {
             // A verified rule that changes outputs is a defect in rlflow: never timed, and
             // the command fails once the ledger is written.
@@ -274,7 +273,7 @@ inline std::vector<double> time_variants(cost::OrtWorker& worker, const cost::Ta
 
 /// The ledger's entry for one model.
 inline nlohmann::json measure_model(const MeasureOptions& o, const std::string& path, const cost::Target& target,
-                                    const CostChoice& pricing, const rewrite::RuleSet& rules, cost::OrtWorker& worker,
+                                    const opt::CostChoice& pricing, const rewrite::RuleSet& rules, cost::OrtWorker& worker,
                                     bool& unsound) {
     OptimizeOptions as_optimize;
     as_optimize.model = path;
@@ -293,23 +292,23 @@ inline nlohmann::json measure_model(const MeasureOptions& o, const std::string& 
         // The group merges as the ort-cpu target applies them: each grouped Conv outside
         // ONNX Runtime's NCHWc layout widened until its groups are whole blocks.
         if (family.name.starts_with("merge_group_conv") && target.kind == cost::TargetKind::ort_cpu) {
-            const std::int64_t block = ort_nchwc_block();
-            auto [widened, merges] = widen_groups(input, block);
-            found.add(family, std::string(nchwc_groups_proposer) + ":" + std::to_string(block), std::move(widened), merges,
+            const std::int64_t block = opt::ort_nchwc_block();
+            auto [widened, merges] = opt::widen_groups(input, block);
+            found.add(family, std::string(opt::nchwc_groups_proposer) + ":" + std::to_string(block), std::move(widened), merges,
                       nlohmann::json::object());
         }
     }
     // The target's prices, then the proposers optimize also searches under by default.
-    std::vector<CostChoice> pricings{pricing};
+    std::vector<opt::CostChoice> pricings{pricing};
     for (const char* preset : {"cpu", "v100"})
-        if (!(CostChoice{CostKind::analytic, preset, {}} == pricing)) pricings.push_back({CostKind::analytic, preset, {}});
-    for (const CostChoice& choice : pricings)
-        with_cost_backend(choice, target, {o.seed, false}, [&](auto backend) {
+        if (!(opt::CostChoice{opt::CostKind::analytic, preset, {}} == pricing)) pricings.push_back({opt::CostKind::analytic, preset, {}});
+    for (const opt::CostChoice& choice : pricings)
+        opt::with_cost_backend(choice, target, {o.seed, false}, [&](auto backend) {
             cost::CostModel<decltype(backend)> model(std::move(backend));
-            const auto cache = cost_cache_path("", model.name());
-            load_cost_cache(model, cache);
+            const auto cache = opt::cost_cache_path({}, model.name());
+            opt::load_cost_cache(model, cache, opt::print_message);
             add_priced(found, input, families, model);
-            save_cost_cache(model, cache, false);
+            opt::save_cost_cache(model, cache, false, opt::print_message);
         });
     entry["families_matching"] = families.size();
     entry["skipped"] = found.skipped;
@@ -320,7 +319,7 @@ inline nlohmann::json measure_model(const MeasureOptions& o, const std::string& 
     // and Dropout gone) is not credited to the family. That change is measured apart.
     const std::filesystem::path input_file = scratch.path() / "input.onnx";
     onnx_io::save_onnx(input, input_file, {});
-    if (const auto file = model_file(as_optimize)) {
+    if (const auto file = model_file(as_optimize.model)) {
         std::vector<std::string> errors;
         search::GuardOptions decision;
         const search::LevelTimings t{target.ort.level, time_files(worker, target, o, {input_file, *file}, errors)};
@@ -382,9 +381,9 @@ inline void measure_command(const MeasureOptions& o) {
     RLFLOW_EXPECTS(target.kind == cost::TargetKind::ort_cpu, precondition_error,
                    "rules measure times models in ONNX Runtime; the target is " + target.describe() + " (use --target ort-cpu)");
     if (const auto why = cost::ort_unavailable_reason()) throw precondition_error("rules measure: " + *why + "; " + cost::ort_install_hint());
-    const CostChoice pricing = resolve_cost(o.where, target);
+    const opt::CostChoice pricing = resolve_cost(o.where, target);
     const auto rules = load_rule_set(o.rules);
-    std::printf("target: %s on %s; prices: %s; %zu rules\n", target.describe().c_str(), target_device(target).c_str(),
+    std::printf("target: %s on %s; prices: %s; %zu rules\n", target.describe().c_str(), opt::target_device(target).c_str(),
                 pricing.name().c_str(), rules->size());
     std::fflush(stdout);
     cost::OrtWorker worker;
@@ -410,7 +409,7 @@ inline void measure_command(const MeasureOptions& o) {
         }
     }
     const nlohmann::json ledger{{"target", target.name()}, {"target_level", target.ort.level}, {"target_description", target.describe()},
-                                {"target_device", target_device(target)}, {"rules", o.rules}, {"rounds", o.rounds},
+                                {"target_device", opt::target_device(target)}, {"rules", o.rules}, {"rounds", o.rounds},
                                 {"min_gain", o.min_gain}, {"noise_limit", o.noise_limit}, {"significance", o.significance}, {"seed", o.seed},
                                 {"models", models}, {"families", ledger_summary(models)}};
     write_file_atomically(o.output, ledger.dump(1) + "\n");

@@ -168,7 +168,7 @@ inline rl::AgentState agent_state_for(const TrainOptions& o, const std::string& 
 /// reference is timed beside each graph.
 class GpuLatency {
 public:
-    GpuLatency(std::unique_ptr<GpuGraphRunner> runner, int runs, std::uint64_t seed)
+    GpuLatency(std::unique_ptr<cost::GpuGraphRunner> runner, int runs, std::uint64_t seed)
         : m_runner(std::move(runner)), m_runs(runs), m_seed(seed) {}
 
     [[nodiscard]] double operator()(const Graph& g) {
@@ -189,7 +189,7 @@ public:
     }
 
 private:
-    std::unique_ptr<GpuGraphRunner> m_runner;
+    std::unique_ptr<cost::GpuGraphRunner> m_runner;
     int m_runs;
     std::uint64_t m_seed;
     mutable std::mutex m_mutex;
@@ -210,7 +210,7 @@ struct LatencyReward {
             if (o.target.kind != cost::TargetKind::cuda)
                 throw precondition_error("--reward gpu-latency times whole graphs on the GPU; the target is " + o.target.describe()
                                          + " (use --target cuda)");
-            const LoadedCudaPlugin& plugin = cuda_plugin();
+            const cost::LoadedCudaPlugin& plugin = cost::cuda_plugin();
             if (!plugin.api) throw precondition_error("--reward gpu-latency: " + plugin.reason);
             gpu = std::make_unique<GpuLatency>(plugin.api->make_graph_runner(o.target.gpu), o.latency_runs, o.seed);
             return;
@@ -324,16 +324,17 @@ inline void write_fastest(rl::OrtLatency& latency, const std::vector<std::string
 /// built-in rules of the default set always), without the families the target's ledger
 /// says never pay, as optimize leaves them out of its search.
 inline std::shared_ptr<const rewrite::RuleSet> new_action_space(const TrainOptions& o, const std::vector<Graph>& graphs, bool root) {
-    nlohmann::json left_out;
-    const auto library = rules_after_ledger(load_rule_set(o.rules), ledger_for(o.ledger, o.rules, false, o.where, o.target), left_out);
+    std::optional<opt::LedgerUse> left_out;
+    const auto ledger = opt::ledger_for(ledger_spec(o.ledger), o.rules.empty() || o.rules == "default", target_spec(o.where), o.target);
+    const auto library = opt::rules_after_ledger(load_rule_set(o.rules), ledger, left_out);
     std::size_t builtins = 0;
     if (o.rules == "default") {
         const std::set<std::string> names = search::builtin_rule_names();
         while (builtins < library->size() && names.contains((*library)[builtins].name)) ++builtins;
     }
-    if (root && !left_out.is_null() && left_out["dropped_rules"].get<std::size_t>() > 0)
+    if (root && left_out && left_out->dropped_rules > 0)
         std::printf("ledger %s: %zu rules of families that never paid at the target left out of the action space\n",
-                    left_out["file"].get<std::string>().c_str(), left_out["dropped_rules"].get<std::size_t>());
+                    left_out->file.c_str(), left_out->dropped_rules);
     return std::make_shared<const rewrite::RuleSet>(rl::rules_matching(*library, builtins, graphs));
 }
 
@@ -382,8 +383,8 @@ void train_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
     const std::string rewards_from = reward.source(model.name());
     rl::AgentState state = agent_state_for(o, rewards_from);
     // Measured op prices are shared with optimize through the same cache file.
-    const std::optional<std::filesystem::path> cache = cost_cache_path(o.cost_cache, model.name());
-    load_cost_cache(model, cache);
+    const std::optional<std::filesystem::path> cache = opt::cost_cache_path(cost_cache_spec(o.cost_cache), model.name());
+    opt::load_cost_cache(model, cache, opt::print_message);
     std::vector<Graph> graphs;
     for (const std::string& g : state.graphs) graphs.push_back(load_model(g, o.load));
     const auto rules = mf_action_space(o, state, graphs, ranks.root());
@@ -410,7 +411,7 @@ void train_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
         const rl::AgentState snapshot = trainer.snapshot();  // every rank: it gathers the episodes in progress
         if (!root) return;
         rl::save_agent(dir, snapshot, trainer.policy().parameters(), &trainer.adam());
-        save_cost_cache(model, cache, !o.cost_cache.empty());
+        opt::save_cost_cache(model, cache, !o.cost_cache.empty() && o.cost_cache != "none", opt::print_message);
     };
     if (o.resume && root) trim_training_log(dir / "train.jsonl", "update", first);
     std::ofstream log;
@@ -489,8 +490,8 @@ void train_mb_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
         throw precondition_error(dir.string() + " already holds an agent; choose another --checkpoint");
     cost::CostModel<Backend> model(std::move(backend));
     const LatencyReward<Backend> reward(o, model);
-    const std::optional<std::filesystem::path> cache = cost_cache_path(o.cost_cache, model.name());
-    load_cost_cache(model, cache);
+    const std::optional<std::filesystem::path> cache = opt::cost_cache_path(cost_cache_spec(o.cost_cache), model.name());
+    opt::load_cost_cache(model, cache, opt::print_message);
     std::vector<Graph> graphs;
     for (const std::string& g : o.graphs) graphs.push_back(load_model(g, o.load));
     const auto rules = new_action_space(o, graphs, ranks.root());
@@ -527,7 +528,7 @@ void train_mb_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
         state.episodes = trainer.episodes();
         state.seconds = seconds;
         rl::save_mb_agent(dir, state, trainer.model(), trainer.controller());
-        save_cost_cache(model, cache, !o.cost_cache.empty());
+        opt::save_cost_cache(model, cache, !o.cost_cache.empty() && o.cost_cache != "none", opt::print_message);
     };
     std::ofstream log;
     if (root) log.open(dir / "train.jsonl", std::ios::app);
@@ -577,9 +578,9 @@ inline void dispatch_train(TrainOptions o) {
         train_with(o, std::move(backend), ranks);
     };
     o.target = resolve_target(o.where);
-    const CostChoice pricing = resolve_cost(o.where, o.target);
-    o.trained_for = priced_target(pricing, o.target);
-    with_cost_backend(pricing, o.target, {o.seed, false}, run);
+    const opt::CostChoice pricing = resolve_cost(o.where, o.target);
+    o.trained_for = opt::priced_target(pricing, o.target);
+    opt::with_cost_backend(pricing, o.target, {o.seed, false}, run);
 }
 
 inline void add_train_command(CLI::App& app) {

@@ -1,21 +1,20 @@
 // The CUDA plugin's whole-graph executor (cost/cuda_executor.hpp) behind GpuGraphRunner:
 // the `cuda` target's guard times whole candidates with it. Compiled by nvcc.
 
-#include "cuda_plugin.hpp"
-
 #include <rlflow/cost/cuda_executor.hpp>
+#include <rlflow/cost/cuda_plugin.hpp>
 #include <rlflow/exec/random.hpp>
 
 #include <memory>
 #include <string>
 #include <vector>
 
-namespace rlflow::cli {
+namespace rlflow::cost {
 namespace {
 
 class PluginGraphRunner final : public GpuGraphRunner {
 public:
-    explicit PluginGraphRunner(int device) : m_executor(cost::CudaExecutorOptions{.device = device}) {}
+    explicit PluginGraphRunner(int device) : m_executor(CudaExecutorOptions{.device = device}) {}
 
     [[nodiscard]] std::vector<std::vector<double>> time_interleaved(const std::vector<const Graph*>& graphs, int warmup, int rounds,
                                                                   std::uint64_t seed) override {
@@ -28,10 +27,10 @@ public:
             exec::fill_random_weights(filled.back(), seed);
             timed.push_back(&filled.back());
         }
-        const std::vector<cost::CudaLatency> latencies =
-            m_executor.time_interleaved(timed, cost::CudaTimingOptions{.warmup = warmup, .replays = rounds}, seed);
+        const std::vector<CudaLatency> latencies =
+            m_executor.time_interleaved(timed, CudaTimingOptions{.warmup = warmup, .replays = rounds}, seed);
         std::vector<std::vector<double>> runs;
-        for (const cost::CudaLatency& l : latencies) runs.push_back(l.samples_ms);
+        for (const CudaLatency& l : latencies) runs.push_back(l.samples_ms);
         return runs;
     }
 
@@ -40,11 +39,11 @@ public:
     [[nodiscard]] std::string name() const override { return m_executor.name(); }
 
 private:
-    cost::CudaExecutor m_executor;
+    CudaExecutor m_executor;
 };
 
 }  // namespace
 
 std::unique_ptr<GpuGraphRunner> make_cuda_graph_runner(int device) { return std::make_unique<PluginGraphRunner>(device); }
 
-}  // namespace rlflow::cli
+}  // namespace rlflow::cost

@@ -3,6 +3,8 @@
 // into a log, one line every 5 s (RLFLOW_PROGRESS_INTERVAL seconds: elapsed time, count,
 // best so far), so work that ends within 5 s leaves a log clean. And number formats the reports share.
 
+#include <rlflow/optimize/hooks.hpp>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,17 +16,9 @@
 
 namespace rlflow::cli {
 
-inline std::string format_ms(double ms) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.4g ms", ms);
-    return buf;
-}
-
-inline std::string format_ratio(double ratio) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3fx", ratio);
-    return buf;
-}
+// The number formats of the library's progress lines, which the commands' consoles share.
+using opt::format_ms;
+using opt::format_ratio;
 
 /// The items joined with `separator` between them.
 inline std::string join(const std::vector<std::string>& items, const std::string& separator) {

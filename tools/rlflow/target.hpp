@@ -1,103 +1,16 @@
 #pragma once
-// What `rlflow optimize` makes a model faster for (the target: this machine's CPU, or a
-// GPU) and how it prices ops for it (the cost backend), chosen on purpose and named in
-// the console and the report; and where measured op costs are cached between runs.
+// The flags of where a model will run and how its ops are priced (--target, --cost,
+// --device, --ort-level, --ort-threads), shared by every command that prices or times
+// graphs, and their reading into the library's TargetSpec (rlflow/optimize/target.hpp).
 
-#include "cuda_loader.hpp"
-
-#include <rlflow/cost/analytic.hpp>
-#include <rlflow/cost/cpu_profiler.hpp>
-#include <rlflow/cost/ort_backend.hpp>
-#include <rlflow/cost/ort_worker.hpp>
-#include <rlflow/cost/price_table.hpp>
-#include <rlflow/cost/target.hpp>
+#include <rlflow/optimize/target.hpp>
 
 #include <CLI/CLI.hpp>
 
-#include <array>
-#include <cctype>
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <optional>
 #include <string>
 #include <vector>
-#include <string_view>
-#include <utility>
 
 namespace rlflow::cli {
-
-/// The CPU's model name (from /proc/cpuinfo), or "this machine's CPU".
-inline std::string host_cpu_name() {
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    const std::string key = "model name";
-    while (std::getline(in, line))
-        if (line.starts_with(key)) {
-            const auto colon = line.find(':');
-            if (colon != std::string::npos && colon + 2 <= line.size()) return line.substr(colon + 2);
-        }
-    return "this machine's CPU";
-}
-
-/// Whether a CUDA device can be used (a CUDA build with a visible GPU). Loads the CUDA
-/// plugin only on a machine that shows an NVIDIA device.
-inline bool gpu_available() {
-    const LoadedCudaPlugin& plugin = cuda_plugin();
-    return plugin.api && plugin.api->device_count() > 0;
-}
-
-/// How ops are priced for a search.
-enum class CostKind { analytic, cpu, ort, cudnn, table };
-
-/// The one table of cost backend names (--cost), with what each means. `table` is
-/// written table:FILE.
-inline constexpr std::array<std::pair<CostKind, std::string_view>, 5> cost_kind_names{{
-    {CostKind::analytic, "analytic"},
-    {CostKind::cpu, "cpu"},
-    {CostKind::ort, "ort"},
-    {CostKind::cudnn, "cudnn"},
-    {CostKind::table, "table"},
-}};
-
-/// What --cost, --device and the target resolve to.
-struct CostChoice {
-    CostKind kind = CostKind::analytic;
-    /// analytic: the device preset.
-    std::string preset = "cpu";
-    /// table: the price table's file.
-    std::filesystem::path table;
-
-    /// "analytic:cpu", "ort", "table:FILE", ...: how --propose and the console name it.
-    [[nodiscard]] std::string name() const {
-        if (kind == CostKind::analytic) return "analytic:" + preset;
-        if (kind == CostKind::table) return "table:" + table.string();
-        for (const auto& [k, n] : cost_kind_names)
-            if (k == kind) return std::string(n);
-        return "unknown";
-    }
-    [[nodiscard]] bool operator==(const CostChoice&) const = default;
-};
-
-/// The price model `name` names: cpu, ort, cudnn, analytic:PRESET or table:FILE (plain
-/// analytic when `analytic_alone` is allowed, with `preset`). Throws precondition_error
-/// naming the valid ones otherwise.
-inline CostChoice parse_cost_choice(const std::string& name, const std::string& preset = "cpu") {
-    if (name.starts_with("table:")) {
-        RLFLOW_EXPECTS(name.size() > 6, precondition_error, "table:FILE needs a file");
-        return {CostKind::table, preset, name.substr(6)};
-    }
-    if (name.starts_with("analytic:")) {
-        CostChoice c{CostKind::analytic, name.substr(9), {}};
-        (void)cost::AnalyticBackend::preset(c.preset);  // names the presets when unknown
-        return c;
-    }
-    for (const auto& [kind, kind_name] : cost_kind_names)
-        if (kind_name == name && kind != CostKind::table) return {kind, preset, {}};
-    throw precondition_error("unknown price model '" + name + "'; use cpu, ort, cudnn, analytic:PRESET (" + cost::device_preset_names()
-                             + ") or table:FILE");
-}
 
 /// The flags every command that prices or times graphs shares: where the model will run
 /// (--target, refined by --ort-level and --ort-threads) and how its ops are priced there
@@ -114,10 +27,6 @@ struct TargetFlags {
     /// 0: the target's threads (one per physical core).
     int ort_threads = 0;
 };
-
-/// ONNX Runtime's graph optimisation levels, as --ort-level, --guard-levels and Python's
-/// ort_level take them.
-inline const std::vector<std::string> ort_level_names{"disabled", "basic", "extended", "all"};
 
 /// Adds --target, --cost, --device, --ort-level and --ort-threads to `cmd`.
 inline void add_target_flags(CLI::App& cmd, TargetFlags& f) {
@@ -136,8 +45,7 @@ inline void add_target_flags(CLI::App& cmd, TargetFlags& f) {
         ->check(CLI::Validator(
             [](std::string& v) -> std::string {
                 if (v == "auto" || v == "analytic" || v.starts_with("table:")) return {};
-                for (const auto& [kind, name] : cost_kind_names)
-                    if (name == v && kind != CostKind::table) return {};
+                if (const auto kind = opt::cost_kind_names.find(v); kind && *kind != opt::CostKind::table) return {};
                 return "unknown cost backend '" + v + "'; use auto, analytic, cpu, ort, cudnn or table:FILE";
             },
             "COST"))
@@ -149,7 +57,7 @@ inline void add_target_flags(CLI::App& cmd, TargetFlags& f) {
                    "for ort-cpu, v100 for cuda), " + cost::device_preset_names())
         ->check(CLI::IsMember(devices))->capture_default_str();
     cmd.add_option("--ort-level", f.ort_level, "ort-cpu target: ONNX Runtime's optimisation level (default: all)")
-        ->check(CLI::IsMember(ort_level_names));
+        ->check(CLI::IsMember(opt::ort_level_names));
     cmd.add_option("--ort-threads", f.ort_threads,
                    "ort-cpu target: ONNX Runtime's intra-op threads (default: this machine's physical cores, " +
                        std::to_string(cost::physical_cores()) + ")")
@@ -157,102 +65,26 @@ inline void add_target_flags(CLI::App& cmd, TargetFlags& f) {
 }
 
 
-/// The target the flags name, checked: cuda needs a CUDA build and a GPU (the error says
-/// which is missing); more ORT threads than physical cores is allowed, with a warning.
-inline cost::Target resolve_target(const TargetFlags& f) {
-    const cost::TargetKind kind = f.target == "auto" ? (gpu_available() ? cost::TargetKind::cuda : cost::TargetKind::ort_cpu)
-                                                     : cost::parse_target_kind(f.target);
-    cost::Target t = cost::default_target(kind);
-    if (kind == cost::TargetKind::cuda) {
-        const LoadedCudaPlugin& plugin = cuda_plugin();
-        if (!plugin.api) throw precondition_error("--target cuda: " + plugin.reason);
-        if (plugin.api->device_count() <= 0) throw precondition_error("--target cuda: the CUDA plugin sees no GPU on this machine");
+/// The TargetSpec the flags name ("auto" is nullopt): strings read once, here.
+inline opt::TargetSpec target_spec(const TargetFlags& f) {
+    opt::TargetSpec spec;
+    if (f.target != "auto") spec.kind = cost::parse_target_kind(f.target);
+    if (f.cost.starts_with("table:")) {
+        spec.cost = opt::CostKind::table;
+        spec.table = f.cost.substr(6);
+    } else if (f.cost != "auto") {
+        spec.cost = opt::cost_kind_names.parse(f.cost, "cost backend");
     }
-    if (!f.ort_level.empty()) t.ort.level = f.ort_level;
-    if (f.ort_threads > 0) t.ort.threads = f.ort_threads;
-    t.ort.validate();
-    if (t.ort.threads > cost::physical_cores())
-        std::fprintf(stderr, "warning: --ort-threads %d is more than this machine's %d physical cores; timings will share cores\n",
-                     t.ort.threads, cost::physical_cores());
-    return t;
+    if (f.device != "auto") spec.device = f.device;
+    if (!f.ort_level.empty()) spec.ort_level = f.ort_level;
+    spec.ort_threads = f.ort_threads;
+    return spec;
 }
 
-/// The cost backend the flags name for target `t`: an explicit --cost; else an explicit
-/// --device means its analytic preset; else the target's own prices (ort for ort-cpu when
-/// ONNX Runtime is installed, cudnn for cuda), falling back to the analytic preset.
-inline CostChoice resolve_cost(const TargetFlags& f, const cost::Target& t) {
-    const bool gpu = t.kind == cost::TargetKind::cuda;
-    CostChoice c;
-    c.preset = f.device != "auto" ? f.device : gpu ? "v100" : "cpu";
-    if (f.cost == "auto") {
-        c.kind = f.device != "auto" ? CostKind::analytic : gpu ? CostKind::cudnn
-                 : cost::ort_unavailable_reason() ? CostKind::analytic : CostKind::ort;
-        return c;
-    }
-    return parse_cost_choice(f.cost, c.preset);
-}
+/// The target the flags name (opt::resolve_target).
+inline cost::Target resolve_target(const TargetFlags& f) { return opt::resolve_target(target_spec(f)); }
 
-/// The device a target runs on, in words: the CPU's model name, or the GPU's index.
-inline std::string target_device(const cost::Target& t) {
-    if (t.kind == cost::TargetKind::cuda) return "GPU " + std::to_string(t.gpu);
-    return host_cpu_name();
-}
-
-/// The target that prices of `c` stand for, in words, as an agent records what it was
-/// trained for: a GPU preset's prices train for a GPU (priced, not measured) on any
-/// machine; the others stand for target `t`.
-inline std::string priced_target(const CostChoice& c, const cost::Target& t) {
-    if (c.kind == CostKind::analytic && c.preset != "cpu") return "cuda (priced by the analytic " + c.preset + " preset, not measured)";
-    if (c.kind == CostKind::analytic) return t.describe() + ", priced by the analytic cpu preset";
-    return t.describe();
-}
-
-/// Settings of a backend that are not the choice itself.
-struct BackendExtras {
-    std::uint64_t seed = 0;
-    /// ort: price fusions as com.microsoft.FusedConv.
-    bool fused_conv_microsoft = false;
-};
-
-/// Calls `f(backend)` with the backend `c` names, built for target `t`.
-template <class F>
-decltype(auto) with_cost_backend(const CostChoice& c, const cost::Target& t, const BackendExtras& extras, F&& f) {
-    switch (c.kind) {
-        case CostKind::cpu: return f(cost::CpuProfiler{});
-        case CostKind::ort: {
-            cost::OrtBackendOptions ort;
-            ort.settings = t.ort;
-            ort.seed = extras.seed;
-            ort.fused_conv_microsoft = extras.fused_conv_microsoft;
-            return f(cost::OrtBackend(ort));
-        }
-        case CostKind::cudnn: {
-            const LoadedCudaPlugin& plugin = cuda_plugin();
-            if (!plugin.api) throw precondition_error("--cost cudnn needs a GPU and rlflow's CUDA plugin: " + plugin.reason);
-            return f(PluginCostBackend(plugin.api->make_profiler(t.gpu)));
-        }
-        case CostKind::table: return f(cost::TableBackend(c.table));
-        case CostKind::analytic: break;
-    }
-    return f(cost::AnalyticBackend::preset(c.preset));
-}
-
-/// A file name made of a backend's name: characters other than [A-Za-z0-9._-] become '_'.
-inline std::string file_safe(std::string name) {
-    for (char& c : name)
-        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_')) c = '_';
-    return name;
-}
-
-/// Where measured op costs of `backend_name` are cached by default:
-/// $XDG_CACHE_HOME/rlflow, else ~/.cache/rlflow; nullopt when neither is set.
-inline std::optional<std::filesystem::path> default_cost_cache(const std::string& backend_name) {
-    std::filesystem::path dir;
-    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg == '/') dir = std::filesystem::path(xdg) / "rlflow";
-    else if (const char* home = std::getenv("HOME"); home != nullptr && *home == '/')
-        dir = std::filesystem::path(home) / ".cache" / "rlflow";
-    else return std::nullopt;
-    return dir / ("costs-" + file_safe(backend_name) + ".bin");
-}
+/// The cost backend the flags name for target `t` (opt::resolve_cost).
+inline opt::CostChoice resolve_cost(const TargetFlags& f, const cost::Target& t) { return opt::resolve_cost(target_spec(f), t); }
 
 }  // namespace rlflow::cli

@@ -54,6 +54,8 @@ RLFLOW_DEFINE_ERROR(io_error);
 RLFLOW_DEFINE_ERROR(resource_error);
 /// A bad argument to a public function (a violated user precondition).
 RLFLOW_DEFINE_ERROR(precondition_error);
+/// An optimised graph that differs from its input on random inputs: it is never written.
+RLFLOW_DEFINE_ERROR(verification_error);
 
 #undef RLFLOW_DEFINE_ERROR
 

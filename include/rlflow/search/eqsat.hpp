@@ -40,6 +40,7 @@
 #include <rlflow/search/extract_ilp.hpp>
 #include <rlflow/search/extract_local.hpp>
 #include <rlflow/search/search.hpp>
+#include <rlflow/core/names.hpp>
 
 #include <chrono>
 #include <memory>
@@ -102,6 +103,42 @@ struct EqsatOptions {
     }
 };
 
+/// The names --extract, --multi-schedule and --ilp-cycles take, and the reports write.
+inline constexpr NameTable<EqsatOptions::Extraction, 2> extraction_names{{{
+    {EqsatOptions::Extraction::greedy, "greedy"},
+    {EqsatOptions::Extraction::ilp, "ilp"},
+}}};
+inline constexpr NameTable<EqsatOptions::MultiSchedule, 2> multi_schedule_names{{{
+    {EqsatOptions::MultiSchedule::first, "first"},
+    {EqsatOptions::MultiSchedule::saturated, "saturated"},
+}}};
+inline constexpr NameTable<IlpCycles, 2> ilp_cycles_names{{{
+    {IlpCycles::filter, "filter"},
+    {IlpCycles::order, "order"},
+}}};
+
+/// Which extraction gave eqsat's result: greedy's choice, the local search's, or the ILP's.
+enum class ExtractedBy : std::uint8_t { greedy, local, ilp };
+
+/// The report's names of ExtractedBy.
+inline constexpr NameTable<ExtractedBy, 3> extracted_by_names{{{
+    {ExtractedBy::greedy, "greedy"},
+    {ExtractedBy::local, "local"},
+    {ExtractedBy::ilp, "ilp"},
+}}};
+
+/// Why exploration of the e-graph ended.
+enum class SaturationStop : std::uint8_t { saturated, node_limit, iteration_limit, time_limit, interrupted };
+
+/// The report's names of SaturationStop.
+inline constexpr NameTable<SaturationStop, 5> saturation_stop_names{{{
+    {SaturationStop::saturated, "saturated"},
+    {SaturationStop::node_limit, "node_limit"},
+    {SaturationStop::iteration_limit, "iteration_limit"},
+    {SaturationStop::time_limit, "time_limit"},
+    {SaturationStop::interrupted, "interrupted"},
+}}};
+
 /// What eqsat did, for the report.
 struct EqsatStats {
     std::size_t classes = 0;
@@ -110,10 +147,10 @@ struct EqsatStats {
     std::size_t multi_rounds = 0;
     /// The e-node limit it ran under (EqsatOptions::node_limit, resolved).
     std::size_t node_limit = 0;
-    /// saturated, node_limit, iteration_limit, time_limit or interrupted.
-    std::string stop;
-    /// greedy, local or ilp: which extraction gave the result.
-    std::string extraction;
+    /// Why exploration ended.
+    SaturationStop stop = SaturationStop::saturated;
+    /// Which extraction gave the result.
+    ExtractedBy extraction = ExtractedBy::greedy;
     double greedy_cost_ms = 0;
     /// The local search's outcome (moves 0: it kept greedy's choice) and its graph's cost.
     LocalSearchOutcome local;
@@ -141,17 +178,21 @@ using Clock = std::chrono::steady_clock;
     return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-[[nodiscard]] inline StopReason search_stop_reason(const std::string& stop) {
-    if (stop == "saturated") return StopReason::converged;
-    if (stop == "time_limit") return StopReason::time_limit;
-    if (stop == "interrupted") return StopReason::interrupted;
+[[nodiscard]] constexpr StopReason search_stop_reason(SaturationStop stop) noexcept {
+    switch (stop) {
+        case SaturationStop::saturated: return StopReason::converged;
+        case SaturationStop::time_limit: return StopReason::time_limit;
+        case SaturationStop::interrupted: return StopReason::interrupted;
+        case SaturationStop::node_limit:
+        case SaturationStop::iteration_limit: break;
+    }
     return StopReason::budget;
 }
 
 /// One extraction's graph, priced whole, and which extraction it was.
 struct Extracted {
     SearchResult::RunnerUp graph;
-    std::string name;
+    ExtractedBy by = ExtractedBy::greedy;
 };
 
 /// Extraction's graphs (see the file comment): greedy's, the local search's where it
@@ -162,26 +203,26 @@ template <cost::CostBackend Backend>
                                                         cost::CostModel<Backend>& model, const std::vector<double>& costs,
                                                         const EqsatOptions& eq, EqsatStats& stats) {
     std::vector<Extracted> out;
-    const auto add = [&](const std::vector<ENodeId>& choice, const char* name) {
+    const auto add = [&](const std::vector<ENodeId>& choice, ExtractedBy by) {
         Graph g = extract_graph(graph, seeded, choice);
         const double c = model.graph_cost(g);
         if (std::none_of(out.begin(), out.end(), [&](const Extracted& e) { return e.graph.cost_ms == c; }))
-            out.push_back({{std::move(g), c, rules_used(seeded.egraph, seeded.roots, choice, rules), {}}, name});
+            out.push_back({{std::move(g), c, rules_used(seeded.egraph, seeded.roots, choice, rules), {}}, by});
         return c;
     };
     const std::vector<ENodeId> greedy = greedy_choice(seeded.egraph, costs);
-    stats.greedy_cost_ms = add(greedy, "greedy");
+    stats.greedy_cost_ms = add(greedy, ExtractedBy::greedy);
     const bool ilp = eq.extraction == EqsatOptions::Extraction::ilp;
     const bool windows = ilp && eq.ilp_windows.above > 0 &&
                          reached_classes(seeded.egraph, seeded.roots).classes.size() > eq.ilp_windows.above;
     LocalSearchOptions local = eq.local;
     if (windows) local.seconds = 0;
     stats.local = improve_choice(seeded.egraph, seeded.roots, costs, greedy, local);
-    stats.local_cost_ms = stats.local.moves > 0 ? add(stats.local.choice, "local") : stats.greedy_cost_ms;
+    stats.local_cost_ms = stats.local.moves > 0 ? add(stats.local.choice, ExtractedBy::local) : stats.greedy_cost_ms;
     if (ilp) {
         stats.ilp = ilp_choice(seeded.egraph, seeded.roots, costs, stats.local.choice, eq.ilp_time_limit_seconds, eq.ilp_cycles,
                                eq.ilp_windows);
-        stats.ilp_cost_ms = add(stats.ilp->choice, "ilp");
+        stats.ilp_cost_ms = add(stats.ilp->choice, ExtractedBy::ilp);
     }
     std::stable_sort(out.begin(), out.end(), [](const Extracted& a, const Extracted& b) { return a.graph.cost_ms < b.graph.cost_ms; });
     return out;
@@ -193,17 +234,16 @@ template <cost::CostBackend Backend>
 /// stop flag (its progress callback sees iterations); fills `stats`' node_limit (with
 /// EqsatOptions::node_limit 0, default_node_limit of the e-nodes seeded), iterations,
 /// multi_rounds (iterations that ran multi-output rules; 0 on entry) and applied.
-/// Returns why it ended: saturated, node_limit, iteration_limit, time_limit or
-/// interrupted.
-[[nodiscard]] inline std::string saturate(EGraph& eg, const rewrite::RuleSet& rules, const EqsatOptions& eq, EqsatStats& stats,
+/// Returns why it ended.
+[[nodiscard]] inline SaturationStop saturate(EGraph& eg, const rewrite::RuleSet& rules, const EqsatOptions& eq, EqsatStats& stats,
                                           const SearchOptions& options = {}, double initial_cost_ms = 0) {
     const detail::StopRules stop(options);
     stats.node_limit = eq.node_limit > 0 ? eq.node_limit : default_node_limit(eg.node_bound());
     bool single_saturated = false;
     for (std::size_t iteration = 0;; ++iteration) {
-        if (const auto why = stop.check(0)) return why == StopReason::interrupted ? "interrupted" : "time_limit";
-        if (iteration >= eq.iteration_limit) return "iteration_limit";
-        if (eg.node_bound() >= stats.node_limit) return "node_limit";
+        if (const auto why = stop.check(0)) return why == StopReason::interrupted ? SaturationStop::interrupted : SaturationStop::time_limit;
+        if (iteration >= eq.iteration_limit) return SaturationStop::iteration_limit;
+        if (eg.node_bound() >= stats.node_limit) return SaturationStop::node_limit;
         eg.space_levels();  // so that the cycle checks of this iteration's matches stay local
         const bool multi = stats.multi_rounds < eq.multi_rounds &&
                            (eq.multi_schedule == EqsatOptions::MultiSchedule::first || single_saturated);
@@ -223,7 +263,7 @@ template <cost::CostBackend Backend>
         if (options.on_progress) options.on_progress({iteration + 1, eq.iteration_limit, initial_cost_ms, initial_cost_ms});
         const bool changed = eg.node_bound() != nodes_before || eg.unions() != unions_before;
         single_saturated = !changed && !multi;
-        if (!changed && !(single_saturated && stats.multi_rounds < eq.multi_rounds)) return "saturated";
+        if (!changed && !(single_saturated && stats.multi_rounds < eq.multi_rounds)) return SaturationStop::saturated;
     }
 }
 
@@ -248,7 +288,7 @@ template <cost::CostBackend Backend>
     clock = detail::Clock::now();
     std::vector<detail::Extracted> candidates = detail::extract_candidates(graph, seeded, *rules, model, costs, eq, stats);
     stats.extract_seconds = detail::seconds_since(clock);
-    stats.extraction = candidates.front().name;
+    stats.extraction = candidates.front().by;
     const double best_cost = candidates.front().graph.cost_ms;
     if (best_cost < result.initial_cost_ms) {
         result.graph = std::move(candidates.front().graph.graph);

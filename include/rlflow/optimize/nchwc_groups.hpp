@@ -1,15 +1,16 @@
 #pragma once
-// A proposer for the ort-cpu target: grouped convolutions widened to ONNX Runtime's NCHWc
-// block. At level all ORT lays convolutions out in blocks of channels (NCHWc: 16 with
-// AVX-512, 8 with AVX2), but a grouped Conv only when each group's input and output
-// channels are whole blocks; any other runs in plain NCHW with the activation reordered
-// out of the blocked layout before it and back after (docs/runtime.md: regnet-y-400mf's 24
-// convolutions of 8 channels a group, resnext50's first two stages). Merging pairs of
-// groups into one group of a block-diagonal kernel (the built-in merge_group_conv rules)
-// until each group is a whole number of blocks costs arithmetic and removes the reorders;
-// the rule ledger (docs/rules.md) measured it paying on every such design and losing on
-// depthwise ones, which ORT already runs blocked. Per-op prices cannot see the reorders a
-// neighbour saves, so the searches rarely propose it; the guard decides by measurement.
+/// \file
+/// A proposer for the ort-cpu target: grouped convolutions widened to ONNX Runtime's NCHWc
+/// block. At level all ORT lays convolutions out in blocks of channels (NCHWc: 16 with
+/// AVX-512, 8 with AVX2), but a grouped Conv only when each group's input and output
+/// channels are whole blocks; any other runs in plain NCHW with the activation reordered
+/// out of the blocked layout before it and back after (docs/runtime.md: regnet-y-400mf's 24
+/// convolutions of 8 channels a group, resnext50's first two stages). Merging pairs of
+/// groups into one group of a block-diagonal kernel (the built-in merge_group_conv rules)
+/// until each group is a whole number of blocks costs arithmetic and removes the reorders;
+/// the rule ledger (docs/rules.md) measured it paying on every such design and losing on
+/// depthwise ones, which ORT already runs blocked. Per-op prices cannot see the reorders a
+/// neighbour saves, so the searches rarely propose it; the guard decides by measurement.
 
 #include <rlflow/core/graph.hpp>
 #include <rlflow/rewrite/builtin_rules.hpp>
@@ -22,7 +23,7 @@
 #include <memory>
 #include <string>
 
-namespace rlflow::cli {
+namespace rlflow::opt {
 
 /// The proposer's name in --propose and in reports ("nchwc-groups:16").
 inline constexpr const char* nchwc_groups_proposer = "nchwc-groups";
@@ -86,4 +87,4 @@ std::map<std::string, std::size_t> apply_while(rewrite::Rewriter& rw, Take&& tak
     return {rw.graph(), applied};
 }
 
-}  // namespace rlflow::cli
+}  // namespace rlflow::opt

@@ -1,8 +1,9 @@
 #pragma once
-// What the CLI and its CUDA plugin (cuda_plugin.cpp and cuda_graph_runner.cu, built as
-// librlflow_cuda_plugin.so) share. The cuDNN/cuBLAS cost backend and the whole-graph CUDA
-// executor live in the plugin, which the CLI loads only when a run needs a GPU
-// (cuda_loader.hpp): linked into the CLI, the CUDA libraries took 215 MB of memory at
+// What rlflow's programs (the CLI, the Python module, a program on the library's
+// front door) and its CUDA plugin (tools/rlflow/cuda_plugin.cpp and cuda_graph_runner.cu,
+// built as librlflow_cuda_plugin.so) share. The cuDNN/cuBLAS cost backend and the whole-graph CUDA
+// executor live in the plugin, which a program loads only when a run needs a GPU
+// (cuda_plugin_loader.hpp): linked into the CLI, the CUDA libraries took 215 MB of memory at
 // start, in every run, on machines with no GPU too.
 //
 // Both sides are built together, by the same compiler, from these headers: the plugin's
@@ -17,7 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace rlflow::cli {
+namespace rlflow::cost {
 
 /// A cost backend behind a virtual call (one per op priced: nothing beside a GPU timing).
 class GpuCostBackend {
@@ -26,7 +27,7 @@ public:
     GpuCostBackend(const GpuCostBackend&) = delete;
     GpuCostBackend& operator=(const GpuCostBackend&) = delete;
     virtual ~GpuCostBackend() = default;
-    [[nodiscard]] virtual double op_cost_ms(const cost::OpSignature& op) = 0;
+    [[nodiscard]] virtual double op_cost_ms(const OpSignature& op) = 0;
     [[nodiscard]] virtual std::string name() const = 0;
 };
 
@@ -68,4 +69,4 @@ struct CudaPluginApi {
 inline constexpr const char* cuda_plugin_entry = "rlflow_cuda_plugin_api";
 using CudaPluginEntry = const CudaPluginApi* (*)();
 
-}  // namespace rlflow::cli
+}  // namespace rlflow::cost

@@ -1,13 +1,14 @@
 #pragma once
-// `rlflow optimize`'s end-to-end guard (search/guard.hpp decides): the input and the best
+/// \file
+/// `rlflow::optimize`'s end-to-end guard (search/guard.hpp decides): the input and the best
 // few candidates are timed whole, interleaved, in ONNX Runtime at the guard's levels (an
 // ort-cpu target) or on the GPU by the CUDA plugin's whole-graph executor (a cuda target);
 // the fastest candidate that is faster beyond the noise is written, else the input.
 
-#include "cuda_plugin.hpp"
-#include "progress.hpp"
-
+#include <rlflow/core/names.hpp>
+#include <rlflow/cost/cuda_plugin.hpp>
 #include <rlflow/cost/ort_backend.hpp>
+#include <rlflow/optimize/hooks.hpp>
 #include <rlflow/exec/random.hpp>
 #include <rlflow/onnx/import.hpp>
 #include <rlflow/search/guard.hpp>
@@ -19,12 +20,37 @@
 #include <string>
 #include <vector>
 
-namespace rlflow::cli {
+namespace rlflow::opt {
+
+/// What times the candidates: ONNX Runtime on the CPU, the CUDA executor on a GPU, or
+/// nothing; automatic (in a request) is the target's own (ort for an ort-cpu target when
+/// ONNX Runtime is installed, cuda for a cuda target).
+enum class GuardMode : std::uint8_t { automatic, ort, cuda, none };
+
+/// --guard's names, and the report's.
+inline constexpr NameTable<GuardMode, 4> guard_mode_names{{{
+    {GuardMode::automatic, "auto"},
+    {GuardMode::ort, "ort"},
+    {GuardMode::cuda, "cuda"},
+    {GuardMode::none, "none"},
+}}};
+
+/// What the guard decided: it was off, it kept the input, it chose a candidate, or the
+/// runtime could not run the input.
+enum class GuardVerdict : std::uint8_t { off, input, candidate, unavailable };
+
+/// The report's names of GuardVerdict (its guard.decision).
+inline constexpr NameTable<GuardVerdict, 4> guard_verdict_names{{{
+    {GuardVerdict::off, "off"},
+    {GuardVerdict::input, "input"},
+    {GuardVerdict::candidate, "candidate"},
+    {GuardVerdict::unavailable, "unavailable"},
+}}};
 
 /// How the guard runs.
 struct GuardSettings {
-    /// "ort", "cuda" or "none" ("auto" is resolved before).
-    std::string mode = "ort";
+    /// ort, cuda or none (automatic is resolved before).
+    GuardMode mode = GuardMode::ort;
     /// The GPU a cuda guard times on.
     int gpu = 0;
     /// Levels to time at; the first must gain, the others must not lose.
@@ -33,14 +59,15 @@ struct GuardSettings {
     std::size_t candidates = 3;
     search::GuardOptions decision;
     std::uint64_t seed = 0;
+    /// Where the timing's progress goes.
+    ProgressHook progress;
 };
 
 /// What the guard did, for the report and the console.
 struct GuardOutcome {
-    /// "candidate" (a candidate beat the input), "input" (kept), or "off".
-    std::string decision = "off";
+    GuardVerdict decision = GuardVerdict::off;
     std::string reason;
-    /// Index of the candidate written, when decision == "candidate".
+    /// Index of the candidate written, when decision is candidate.
     std::size_t chosen = 0;
     /// Medians at the first level of the input and of what is written.
     double before_ms = 0;
@@ -57,10 +84,10 @@ inline auto ort_timer(cost::OrtWorker& worker, const GuardSettings& settings, st
         request.runs = settings.decision.rounds;
         request.interleave = true;
         request.seed = settings.seed;
-        ProgressBar bar("guard " + level, 1);
-        bar.update(0, "timing " + std::to_string(files.size()) + " models in ONNX Runtime");
+        const std::string phase = "guard " + level;
+        report_progress(settings.progress, {phase, 0, 1, "timing " + std::to_string(files.size()) + " models in ONNX Runtime"});
         const std::vector<cost::ModelTiming> timings = worker.time(files, request);
-        bar.finish();
+        report_progress(settings.progress, {phase, 1, 1, "", true});
         std::vector<std::vector<double>> runs;
         for (const cost::ModelTiming& t : timings) {
             if (!t.ok()) errors.push_back(t.error);
@@ -72,10 +99,9 @@ inline auto ort_timer(cost::OrtWorker& worker, const GuardSettings& settings, st
 
 /// Times files on the GPU with the CUDA executor, interleaved (one replay of each model a
 /// round, as the guard's rounds are); when one cannot be read back or run, none is timed.
-inline auto gpu_timer(GpuGraphRunner& runner, const GuardSettings& settings, std::vector<std::string>& errors) {
+inline auto gpu_timer(cost::GpuGraphRunner& runner, const GuardSettings& settings, std::vector<std::string>& errors) {
     return [&runner, &settings, &errors](const std::vector<std::filesystem::path>& files, const std::string&) {
-        ProgressBar bar("guard cuda", 1);
-        bar.update(0, "timing " + std::to_string(files.size()) + " models on the GPU");
+        report_progress(settings.progress, {"guard cuda", 0, 1, "timing " + std::to_string(files.size()) + " models on the GPU"});
         std::vector<std::vector<double>> runs(files.size());
         try {
             std::vector<Graph> graphs;
@@ -86,7 +112,7 @@ inline auto gpu_timer(GpuGraphRunner& runner, const GuardSettings& settings, std
         } catch (const std::exception& e) {
             errors.push_back(e.what());
         }
-        bar.finish();
+        report_progress(settings.progress, {"guard cuda", 1, 1, "", true});
         return runs;
     };
 }
@@ -104,16 +130,16 @@ GuardOutcome guard_with(Timer&& timer, const std::string& runtime, const Graph& 
     outcome.after_ms = outcome.before_ms;
     if (outcome.before_ms <= 0 && !errors.empty()) {
         // The runtime cannot run the input: nothing to compare with, the guard cannot judge.
-        outcome.decision = "unavailable";
+        outcome.decision = GuardVerdict::unavailable;
         outcome.reason = runtime + " cannot run the input (" + errors.front() + "); the result is not timed";
         return outcome;
     }
     outcome.reason = outcome.detail.reason;
     if (!outcome.detail.chosen) {
-        outcome.decision = "input";
+        outcome.decision = GuardVerdict::input;
         return outcome;
     }
-    outcome.decision = "candidate";
+    outcome.decision = GuardVerdict::candidate;
     outcome.chosen = *outcome.detail.chosen;
     // The second comparison's medians when there was one: the first favoured the winner.
     const search::CandidateVerdict& v = outcome.detail.confirmation ? *outcome.detail.confirmation
@@ -131,7 +157,7 @@ inline GuardOutcome guard_in_ort(cost::OrtWorker& worker, const Graph& input, co
 }
 
 /// The guard on the GPU, timed by the CUDA plugin's whole-graph executor.
-inline GuardOutcome guard_on_gpu(GpuGraphRunner& runner, const Graph& input, const std::vector<const Graph*>& candidates,
+inline GuardOutcome guard_on_gpu(cost::GpuGraphRunner& runner, const Graph& input, const std::vector<const Graph*>& candidates,
                                  const GuardSettings& settings, const std::optional<std::filesystem::path>& input_file) {
     std::vector<std::string> errors;
     return guard_with(gpu_timer(runner, settings, errors), "The CUDA executor", input, candidates, settings, input_file, errors);
@@ -146,12 +172,13 @@ inline nlohmann::json verdict_json(const search::CandidateVerdict& v) {
             {"looks", v.looks}};
 }
 
+/// The report's guard object: how it timed, what it decided and every comparison.
 inline nlohmann::json guard_json(const GuardOutcome& g, const GuardSettings& settings) {
     nlohmann::json j;
-    j["mode"] = settings.mode;
-    j["decision"] = g.decision;
+    j["mode"] = guard_mode_names.name(settings.mode);
+    j["decision"] = guard_verdict_names.name(g.decision);
     j["reason"] = g.reason;
-    if (g.decision == "off") return j;
+    if (g.decision == GuardVerdict::off) return j;
     j["levels"] = settings.levels;
     j["rounds"] = settings.decision.rounds;
     j["significance"] = settings.decision.significance;
@@ -162,4 +189,4 @@ inline nlohmann::json guard_json(const GuardOutcome& g, const GuardSettings& set
     return j;
 }
 
-}  // namespace rlflow::cli
+}  // namespace rlflow::opt

@@ -1,11 +1,10 @@
 #pragma once
-// Loads the CLI's CUDA plugin (cuda_plugin.hpp) the first time a run needs a GPU, and
+// Loads rlflow's CUDA plugin (cuda_plugin.hpp) the first time a run needs a GPU, and
 // never otherwise: a CPU-only run (the default on a machine with no NVIDIA device node)
 // maps no CUDA library, and a machine without them runs everything but `--cost cudnn`.
 
-#include "cuda_plugin.hpp"
-
 #include <rlflow/cost/cost_backend.hpp>
+#include <rlflow/cost/cuda_plugin.hpp>
 
 #include <dlfcn.h>
 
@@ -18,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace rlflow::cli {
+namespace rlflow::cost {
 
 // The plugin's file name, the install's library directory relative to the program's, and
 // the plugin's installed and built paths (set by tools/CMakeLists.txt where CUDA is found).
@@ -116,12 +115,12 @@ struct LoadedCudaPlugin {
 class PluginCostBackend {
 public:
     explicit PluginCostBackend(std::unique_ptr<GpuCostBackend> backend) : m_backend(std::move(backend)) {}
-    [[nodiscard]] double op_cost_ms(const cost::OpSignature& op) { return m_backend->op_cost_ms(op); }
+    [[nodiscard]] double op_cost_ms(const OpSignature& op) { return m_backend->op_cost_ms(op); }
     [[nodiscard]] std::string name() const { return m_backend->name(); }
 
 private:
     std::unique_ptr<GpuCostBackend> m_backend;
 };
-static_assert(cost::CostBackend<PluginCostBackend>);
+static_assert(CostBackend<PluginCostBackend>);
 
-}  // namespace rlflow::cli
+}  // namespace rlflow::cost
