@@ -2,9 +2,9 @@
 // built-in rules:
 // - env_step: one step with a random allowed action (apply the rewrite, update the masks,
 //   re-price the touched nodes, build the observation: features with op costs, the
-//   nodes of every location, and every location's one-step gain, probed by applying,
-//   re-pricing and undoing it; _no_gains: without the probes). The target, set
-//   before the gains existed, on BERT is at most 100 us (the thesis's
+//   nodes of every location, and every location's one-step gain, the price the working
+//   graph keeps for each action, probed again only where the rewrite touched what it
+//   read; _no_gains: no prices kept). Figures are in docs/scaling.md (the thesis's
 //   environment took 850 ms). Episodes are reset outside the timed region when no
 //   rewrite is left or the step limit is reached. Items are steps.
 // - env_reset: starting an episode (index every rule's locations, price every node).

@@ -35,26 +35,21 @@ inline std::vector<P> random_parameters(const std::vector<Shape>& shapes, Rng& r
     return out;
 }
 
-/// Checks d loss / d p for every element of every parameter in `params` (perturbed in
-/// place, so a module's own parameters can be listed): the analytic gradient of
-/// `loss(tape)` (Tape::backward) against central differences. Returns the largest relative
-/// error |analytic - numeric| / max(1, |numeric|), failing the check at the first element
-/// above `tolerance`.
-using Loss = std::function<V(nn::Tape<Double>&)>;
-inline double check_parameter_gradients(const std::vector<P*>& params, const Loss& loss, double tolerance = 1e-6) {
+/// Compares the gradients that `backward` adds to the grads of `params` (zeroed first)
+/// with central differences of `value`, element by element; check_parameter_gradients
+/// says how.
+inline double compare_with_central_differences(const std::vector<P*>& params, const std::function<void()>& backward,
+                                               const std::function<double()>& value, double tolerance) {
     for (P* p : params) p->grad = T(p->value.shape());
-    {
-        nn::Tape<Double> tape;
-        tape.backward(loss(tape));
-    }
-    const auto value = [&] {
-        nn::Tape<Double> tape;
-        return loss(tape).value().item();
-    };
+    backward();
+    // Every gradient is read before any parameter moves: a loss that runs its own backward
+    // pass (LossWithBackward) adds to the grads again each time it is evaluated.
+    std::vector<std::vector<double>> analytic;
+    for (P* p : params) analytic.push_back(p->grad.to_host());
     constexpr double step = 1e-6;
     double worst = 0;
-    for (P* p : params) {
-        const std::vector<double> analytic = p->grad.to_host();
+    for (std::size_t k = 0; k < params.size(); ++k) {
+        P* p = params[k];
         std::vector<double> values = p->value.to_host();
         for (std::size_t i = 0; i < values.size(); ++i) {
             const double original = values[i];
@@ -64,16 +59,46 @@ inline double check_parameter_gradients(const std::vector<P*>& params, const Los
                 return value();
             };
             const double numeric = (at(original + step) - at(original - step)) / (2 * step);
-            at(original);
-            const double error = std::abs(analytic[i] - numeric) / std::max(1.0, std::abs(numeric));
+            values[i] = original;
+            p->value = T::from_host(p->value.shape(), values);
+            const double error = std::abs(analytic[k][i] - numeric) / std::max(1.0, std::abs(numeric));
             worst = std::max(worst, error);
             if (error > tolerance) {
-                FAIL_CHECK("parameter '" << p->name << "' element " << i << ": analytic " << analytic[i] << " vs numeric " << numeric);
+                FAIL_CHECK("parameter '" << p->name << "' element " << i << ": analytic " << analytic[k][i] << " vs numeric " << numeric);
                 return worst;
             }
         }
     }
     return worst;
+}
+
+/// Checks d loss / d p for every element of every parameter in `params` (perturbed in
+/// place, so a module's own parameters can be listed): the analytic gradient of
+/// `loss(tape)` (Tape::backward) against central differences. Returns the largest relative
+/// error |analytic - numeric| / max(1, |numeric|), failing the check at the first element
+/// above `tolerance`.
+using Loss = std::function<V(nn::Tape<Double>&)>;
+inline double check_parameter_gradients(const std::vector<P*>& params, const Loss& loss, double tolerance = 1e-6) {
+    return compare_with_central_differences(
+        params,
+        [&] {
+            nn::Tape<Double> tape;
+            tape.backward(loss(tape));
+        },
+        [&] {
+            nn::Tape<Double> tape;
+            return loss(tape).value().item();
+        },
+        tolerance);
+}
+
+/// A loss that runs its own backward pass, as the trainers' losses do (rl::add_ppo_gradient,
+/// rl::WorldModel::add_gradient): each call adds d loss / d p to every parameter's grad and
+/// returns the loss's value.
+using LossWithBackward = std::function<double()>;
+/// check_parameter_gradients for such a loss.
+inline double check_loss_with_backward(const std::vector<P*>& params, const LossWithBackward& loss, double tolerance = 1e-6) {
+    return compare_with_central_differences(params, [&] { (void)loss(); }, loss, tolerance);
 }
 
 /// sum(out * R) for fixed random weights R of out's shape, so every output element reaches

@@ -50,6 +50,30 @@ inline constexpr FeatureSizes graph_feature_sizes{
 
 namespace detail {
 
+/// Counts below this have their log_feature in a table.
+inline constexpr std::int64_t counted_below = std::int64_t{1} << 16;
+
+/// log_feature of 0 .. counted_below - 1, computed once by log_feature itself.
+[[nodiscard]] inline const std::vector<double>& count_features() {
+    static const std::vector<double> table = [] {
+        std::vector<double> t(static_cast<std::size_t>(counted_below));
+        for (std::size_t i = 0; i < t.size(); ++i) t[i] = log_feature(static_cast<double>(i));
+        return t;
+    }();
+    return table;
+}
+
+}  // namespace detail
+
+/// log_feature of a count (a dimension, a number of elements), the same value read from
+/// a table for counts below 2^16: an environment step computes some ten of them per edge.
+[[nodiscard]] inline double log_count_feature(std::int64_t count) {
+    if (count >= 0 && count < detail::counted_below) return detail::count_features()[static_cast<std::size_t>(count)];
+    return log_feature(static_cast<double>(count));
+}
+
+namespace detail {
+
 /// FLOPs of node `n` of `g`, from its op's traits; `inputs` and `outputs` are scratch
 /// space, reused across calls.
 [[nodiscard]] inline double node_flops(const Graph& g, const Node& n, std::vector<TensorType>& inputs,
@@ -63,8 +87,8 @@ namespace detail {
 
 /// The edge features of a tensor of `shape` (graph_feature_sizes.edge values).
 inline void append_edge_features(std::vector<double>& out, const Shape& shape) {
-    for (int i = 0; i < edge_feature_dims; ++i) out.push_back(i < shape.rank() ? log_feature(static_cast<double>(shape[i])) : 0.0);
-    out.push_back(log_feature(static_cast<double>(shape.numel())));
+    for (int i = 0; i < edge_feature_dims; ++i) out.push_back(i < shape.rank() ? log_count_feature(shape[i]) : 0.0);
+    out.push_back(log_count_feature(shape.numel()));
     out.push_back(static_cast<double>(shape.rank()) / Shape::max_rank);
 }
 
@@ -99,8 +123,7 @@ inline void append_edge_features(std::vector<double>& out, const Shape& shape) {
         host.nodes[first + static_cast<std::size_t>(n.op)] = 1.0;
         const double flops = detail::node_flops(g, n, inputs, outputs);
         total_flops += flops;
-        const double elements = n.outputs.empty() ? 0.0 : static_cast<double>(n.outputs.front().type.shape.numel());
-        host.nodes[first + op_kind_count] = log_feature(elements);
+        host.nodes[first + op_kind_count] = n.outputs.empty() ? log_feature(0.0) : log_count_feature(n.outputs.front().type.shape.numel());
         host.nodes[first + op_kind_count + 1] = log_feature(flops);
         for (const NodeOutput& output : n.outputs)
             for (const Use& use : output.uses) {

@@ -2,9 +2,12 @@
 /// \file
 /// GraphEnv: the graph-rewriting environment (the RLFlow thesis §3.3),
 /// Gym-like. reset(graph) starts an episode on a graph; step(Action{xfer, location})
-/// applies rule `xfer` at its location `location` in place (the location index updates its
-/// masks incrementally and the cost tracker re-prices only the touched nodes), and returns
-/// the next observation, the reward and whether the episode ended.
+/// applies rule `xfer` at its location `location` in place, and returns the next
+/// observation, the reward and whether the episode ended. The working graph is the
+/// searches' own engine (search::SearchState): the location index updates its masks
+/// incrementally, the cost tracker re-prices only the touched nodes, and the one-step
+/// gains of the observation are the kept action prices, probed again only where the last
+/// rewrite touched what they read.
 ///
 /// - NO-OP (xfer = N) terminates the episode and leaves the graph as it is.
 /// - After `step_limit` steps the episode is truncated (a learner bootstraps the value
@@ -19,9 +22,9 @@
 
 #include <rlflow/core/error.hpp>
 #include <rlflow/cost/cost_tracker.hpp>
-#include <rlflow/rewrite/rewriter.hpp>
+#include <rlflow/rewrite/location_index.hpp>
 #include <rlflow/rl/observation.hpp>
-#include <rlflow/search/probe.hpp>
+#include <rlflow/search/search_state.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -51,9 +54,9 @@ struct EnvOptions {
     std::size_t step_limit = 100;
     /// Rewards are fractions of the input's cost times this.
     double reward_scale = 100;
-    /// Probe every valid location for Observation::location_gain (one apply, re-price and
-    /// undo each); off, the gains are all 0 and a step costs apply + masks + cost +
-    /// features alone.
+    /// Keep every location's one-step gain for Observation::location_gain (each action's
+    /// price, probed when it appears and again when a rewrite touches what it read); off,
+    /// the gains are all 0 and a step costs apply + masks + cost + features alone.
     bool one_step_gains = true;
 };
 
@@ -104,26 +107,26 @@ public:
 
     /// Starts an episode on `graph`; returns the first observation.
     Observation reset(Graph graph) {
-        m_tracker.reset();
-        m_rewriter.emplace(std::move(graph), m_rules, rewrite::IndexOptions{m_options.max_locations});
+        m_state.reset();
         {
             const auto lock = pricing_lock();
-            m_tracker.emplace(*m_model, m_rewriter->graph());
-            m_initial_cost = m_measure ? m_measure(m_rewriter->graph()) : m_tracker->total();
+            m_state.emplace(std::move(graph), m_rules, *m_model,
+                            search::SearchStateOptions{rewrite::IndexOptions{m_options.max_locations}, m_options.one_step_gains});
+            m_initial_cost = m_measure ? m_measure(m_state->graph()) : m_state->cost();
         }
         RLFLOW_EXPECTS(m_initial_cost > 0, precondition_error, "GraphEnv: the graph costs nothing, there is nothing to save");
         m_cost = m_initial_cost;
         m_steps = 0;
         m_done = false;
-        return observe(*m_rewriter, *m_tracker, location_gains());
+        return observation();
     }
 
     /// Takes `action`; throws precondition_error if the masks forbid it, if no episode is
     /// running, or if the last one ended.
     StepResult step(Action action) {
-        RLFLOW_EXPECTS(m_rewriter.has_value(), precondition_error, "GraphEnv::step before reset");
+        RLFLOW_EXPECTS(m_state.has_value(), precondition_error, "GraphEnv::step before reset");
         RLFLOW_EXPECTS(!m_done, precondition_error, "GraphEnv::step after the episode ended; call reset");
-        const rewrite::LocationIndex& index = m_rewriter->index();
+        const rewrite::LocationIndex& index = m_state->index();
         const auto n = static_cast<std::uint32_t>(index.num_rules());
         RLFLOW_EXPECTS(action.xfer <= n, precondition_error,
                        "GraphEnv: xfer " + std::to_string(action.xfer) + " is out of range (N = " + std::to_string(n) + ")");
@@ -135,12 +138,12 @@ public:
                            "GraphEnv: the masks forbid location " + std::to_string(action.location) + " of xfer "
                                + std::to_string(action.xfer) + " ('" + (*m_rules)[action.xfer].name + "', "
                                + std::to_string(index.num_choices(action.xfer)) + " locations)");
-            const EditJournal journal = m_rewriter->apply(action.xfer, action.location);
+            const rewrite::Location where = index.location(action.xfer, action.location);
             const auto lock = pricing_lock();
-            m_tracker->update(m_rewriter->graph(), journal.touched_nodes());
+            (void)m_state->apply(action.xfer, where);  // an episode never steps back
             result.info.rule = (*m_rules)[action.xfer].name;
             result.info.location = action.location;
-            m_cost_now = m_measure ? m_measure(m_rewriter->graph()) : m_tracker->total();
+            m_cost_now = m_measure ? m_measure(m_state->graph()) : m_state->cost();
         }
         ++m_steps;  // a refused action is not a step
         const double cost = result.terminated ? m_cost : m_cost_now;
@@ -149,8 +152,8 @@ public:
         result.truncated = !result.terminated && m_steps >= m_options.step_limit;
         m_done = result.terminated || result.truncated;
         result.info.cost_ms = cost;
-        result.info.graph_nodes = m_rewriter->graph().num_nodes();
-        result.observation = observe(*m_rewriter, *m_tracker, location_gains());
+        result.info.graph_nodes = m_state->graph().num_nodes();
+        result.observation = observation();
         return result;
     }
 
@@ -160,8 +163,8 @@ public:
     [[nodiscard]] const EnvOptions& options() const noexcept { return m_options; }
     /// The graph as it is now (after reset).
     [[nodiscard]] const Graph& graph() const {
-        RLFLOW_EXPECTS(m_rewriter.has_value(), precondition_error, "GraphEnv::graph before reset");
-        return m_rewriter->graph();
+        RLFLOW_EXPECTS(m_state.has_value(), precondition_error, "GraphEnv::graph before reset");
+        return m_state->graph();
     }
     [[nodiscard]] double cost_ms() const noexcept { return m_cost; }
     [[nodiscard]] double initial_cost_ms() const noexcept { return m_initial_cost; }
@@ -170,21 +173,19 @@ public:
     [[nodiscard]] bool done() const noexcept { return m_done; }
 
 private:
-    /// Every valid location's one-step gain (Observation::location_gain), priced by the
-    /// cost model whatever measures the rewards.
-    [[nodiscard]] std::vector<float> location_gains() {
-        const rewrite::LocationIndex& index = m_rewriter->index();
+    /// The observation of the graph now.
+    [[nodiscard]] Observation observation() const { return observe(m_state->graph(), m_state->index(), m_state->tracker(), location_gains()); }
+
+    /// Every valid location's one-step gain (Observation::location_gain): its kept price
+    /// under the cost model, whatever measures the rewards.
+    [[nodiscard]] std::vector<float> location_gains() const {
+        const rewrite::LocationIndex& index = m_state->index();
         std::vector<float> gains;
-        if (!m_options.one_step_gains) {
-            for (std::size_t r = 0; r < index.num_rules(); ++r) gains.resize(gains.size() + index.num_choices(r), 0.0f);
-            return gains;
-        }
-        const auto lock = pricing_lock();
-        const double now = m_tracker->total();
-        for (std::size_t r = 0; r < index.num_rules(); ++r)
+        const double now = m_state->cost();
+        for (std::uint32_t r = 0; r < index.num_rules(); ++r)
             for (std::size_t l = 0; l < index.num_choices(r); ++l) {
-                const double after = search::probe_cost(*m_rewriter, *m_tracker, r, l);
-                gains.push_back(static_cast<float>((now - after) / now * m_options.reward_scale));
+                const std::optional<double> delta = m_options.one_step_gains ? m_state->price_of(r, index.location(r, l)) : std::nullopt;
+                gains.push_back(delta ? static_cast<float>(-*delta / now * m_options.reward_scale) : 0.0f);
             }
         return gains;
     }
@@ -201,8 +202,7 @@ private:
     GraphMeasure m_measure;
     /// The cost after the last rewrite (read outside the pricing lock).
     double m_cost_now = 0;
-    std::optional<rewrite::Rewriter> m_rewriter;
-    std::optional<cost::CostTracker<Backend>> m_tracker;
+    std::optional<search::SearchState<Backend>> m_state;
     double m_initial_cost = 0;
     double m_cost = 0;
     std::size_t m_steps = 0;

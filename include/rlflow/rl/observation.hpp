@@ -120,13 +120,11 @@ struct Observation {
     return out;
 }
 
-/// The observation of `rewriter`'s graph, priced by `tracker` (which must be current),
-/// with `gains` (location_gain) of its locations in order.
+/// The observation of graph `g` with its location `index`, priced by `tracker` (both
+/// current), with `gains` (location_gain) of its locations in order.
 template <cost::CostBackend Backend>
-[[nodiscard]] Observation observe(const rewrite::Rewriter& rewriter, const cost::CostTracker<Backend>& tracker,
+[[nodiscard]] Observation observe(const Graph& g, const rewrite::LocationIndex& index, const cost::CostTracker<Backend>& tracker,
                                   std::vector<float> gains) {
-    const Graph& g = rewriter.graph();
-    const rewrite::LocationIndex& index = rewriter.index();
     Observation o;
     o.num_xfers = static_cast<std::uint32_t>(index.num_rules());
     o.max_locations = static_cast<std::uint32_t>(index.max_locations());

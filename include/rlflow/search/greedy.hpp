@@ -8,7 +8,6 @@
 
 #include <rlflow/cost/cost_tracker.hpp>
 #include <rlflow/rewrite/rewriter.hpp>
-#include <rlflow/search/probe.hpp>
 #include <rlflow/search/search.hpp>
 #include <rlflow/search/search_state.hpp>
 

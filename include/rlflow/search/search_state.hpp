@@ -57,28 +57,56 @@ struct ActionKey {
     rewrite::Location where;
     friend bool operator==(const ActionKey&, const ActionKey&) = default;
 };
+/// An action to look up without copying its location.
+struct ActionView {
+    std::uint32_t rule = 0;
+    const rewrite::Location* where = nullptr;
+};
+[[nodiscard]] inline std::size_t hash_action(std::uint32_t rule, const rewrite::Location& where) noexcept {
+    std::uint64_t h = rlflow::detail::mix64(rule + 0x9e3779b97f4a7c15ULL);
+    for (const NodeId n : where.nodes) h = rlflow::detail::mix64(h ^ n.value);
+    for (const TensorRef& v : where.variables) h = rlflow::detail::mix64(h ^ (std::uint64_t{v.node.value} << 8 | v.index));
+    return static_cast<std::size_t>(h);
+}
 struct ActionKeyHash {
-    std::size_t operator()(const ActionKey& k) const noexcept {
-        std::uint64_t h = rlflow::detail::mix64(k.rule + 0x9e3779b97f4a7c15ULL);
-        for (const NodeId n : k.where.nodes) h = rlflow::detail::mix64(h ^ n.value);
-        for (const TensorRef& v : k.where.variables) h = rlflow::detail::mix64(h ^ (std::uint64_t{v.node.value} << 8 | v.index));
-        return static_cast<std::size_t>(h);
-    }
+    using is_transparent = void;
+    std::size_t operator()(const ActionKey& k) const noexcept { return hash_action(k.rule, k.where); }
+    std::size_t operator()(const ActionView& k) const noexcept { return hash_action(k.rule, *k.where); }
+};
+struct ActionKeyEqual {
+    using is_transparent = void;
+    bool operator()(const ActionKey& a, const ActionKey& b) const noexcept { return a == b; }
+    bool operator()(const ActionView& a, const ActionKey& b) const noexcept { return a.rule == b.rule && *a.where == b.where; }
+    bool operator()(const ActionKey& a, const ActionView& b) const noexcept { return b.rule == a.rule && *b.where == a.where; }
 };
 
 }  // namespace detail
 
-/// A graph under search with the price of every action in it.
+/// How a SearchState keeps its actions.
+struct SearchStateOptions {
+    /// The index's choices per rule (every location is listed whatever this is; an agent
+    /// chooses among the first max_locations).
+    rewrite::IndexOptions index{std::numeric_limits<std::size_t>::max()};
+    /// Keep every action's price. Off, the state keeps the graph, its index, cost and hash
+    /// alone (an environment whose observations carry no one-step gains).
+    bool price_actions = true;
+};
+
+/// A graph under search with the price of every action in it: the one working-graph
+/// engine of the searches and of the RL environment.
 template <cost::CostBackend Backend>
 class SearchState {
 public:
     /// Starts on `graph`; prices every action. `model` must outlive the state.
-    SearchState(const Graph& graph, std::shared_ptr<const rewrite::RuleSet> rules, cost::CostModel<Backend>& model)
-        : m_graph(graph),
-          m_index(std::move(rules), rewrite::IndexOptions{std::numeric_limits<std::size_t>::max()}),
+    SearchState(Graph graph, std::shared_ptr<const rewrite::RuleSet> rules, cost::CostModel<Backend>& model,
+                SearchStateOptions options = {})
+        : m_graph(std::move(graph)),
+          m_index(std::move(rules), options.index),
           m_tracker(model, m_graph),
-          m_hash(m_graph) {
+          m_hash(m_graph),
+          m_price_actions(options.price_actions) {
         m_index.rebuild(m_graph);
+        if (!m_price_actions) return;
         for (std::size_t r = 0; r < m_index.num_rules(); ++r)
             for (const rewrite::Location& l : m_index.locations(r)) price(static_cast<std::uint32_t>(r), l);
     }
@@ -97,6 +125,19 @@ public:
     [[nodiscard]] std::size_t priced_actions() const noexcept { return m_ranked.size(); }
     /// Probes run so far: what the price cache saved is the probes it did not run.
     [[nodiscard]] std::size_t probes() const noexcept { return m_probes; }
+    /// The kept price of action (rule, where): the change of the graph's cost if it were
+    /// applied; nullopt for an action the index does not list (or with pricing off).
+    [[nodiscard]] std::optional<double> price_of(std::uint32_t rule, const rewrite::Location& where) const {
+        expect_synced();
+        const auto it = m_entries.find(detail::ActionView{rule, &where});
+        if (it == m_entries.end()) return std::nullopt;
+        return it->second.delta_ms;
+    }
+    /// The cost tracker: every node's price now. Needs sync().
+    [[nodiscard]] const cost::CostTracker<Backend>& tracker() const {
+        expect_synced();
+        return m_tracker;
+    }
 
     /// Applies rule `rule` at `where` (a location the index lists now, or listed for the
     /// same graph reached by the same edits: ids are reproducible) and syncs; returns the
@@ -181,6 +222,7 @@ private:
     void after_edit(const std::vector<NodeId>& touched) {
         const Graph& g = m_graph;
         m_tracker.update(g, touched);
+        if (!m_price_actions) return;
         // Prices that read a touched or re-priced node go; those still listed are probed again.
         std::vector<detail::ActionKey> again;
         forget_readers(touched, again);
@@ -269,7 +311,7 @@ private:
     rewrite::LocationIndex m_index;
     cost::CostTracker<Backend> m_tracker;
     StructureHash m_hash;
-    std::unordered_map<detail::ActionKey, Entry, detail::ActionKeyHash> m_entries;
+    std::unordered_map<detail::ActionKey, Entry, detail::ActionKeyHash, detail::ActionKeyEqual> m_entries;
     std::set<PricedAction, CheaperAction> m_ranked;
     std::vector<Slot> m_slots;
     std::vector<std::uint32_t> m_free;
@@ -278,6 +320,7 @@ private:
     std::uint64_t m_generation = 0;
     std::size_t m_probes = 0;
     std::vector<NodeId> m_pending;  // touched by edits not synced yet
+    bool m_price_actions = true;
 };
 
 }  // namespace rlflow::search
