@@ -10,5 +10,6 @@
 #include <rlflow/cost/cost_tracker.hpp>
 #include <rlflow/cost/cpu_profiler.hpp>
 #include <rlflow/cost/ort_backend.hpp>
+#include <rlflow/cost/ort_latency.hpp>
 #include <rlflow/cost/ort_worker.hpp>
 #include <rlflow/cost/target.hpp>

@@ -16,7 +16,6 @@
 #include <rlflow/rl/mb_agent_file.hpp>
 #include <rlflow/rl/mb_trainer.hpp>
 #include <rlflow/rl/observation.hpp>
-#include <rlflow/rl/ort_latency.hpp>
 #include <rlflow/rl/policy.hpp>
 #include <rlflow/rl/ppo.hpp>
 #include <rlflow/rl/random_agent.hpp>

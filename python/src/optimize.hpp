@@ -62,7 +62,7 @@ inline py::tuple optimize(const OptimizeArguments& a, const cli::OptimizeOptions
     {
         const py::gil_scoped_release unlocked;
         const cli::SigintStop sigint;
-        result = rlflow::optimize(input.graph, request);
+        result = cli::run_optimize(input.graph, request);
     }
     if (!result->verified())
         throw verification_error("the optimised graph differs from the original (" + result->report.verification.detail + ")");

@@ -39,7 +39,7 @@ std::map<Action, double> kept_prices(const search::SearchState<AnalyticBackend>&
 /// within rounding.
 void check_prices_fresh(const search::SearchState<AnalyticBackend>& state, CostModel<AnalyticBackend>& model) {
     const std::map<Action, double> kept = kept_prices(state);
-    rewrite::Rewriter fresh(state.graph(), rules(), search::detail::every_location);
+    rewrite::Rewriter fresh(state.graph(), rules(), search::every_location);
     cost::CostTracker<AnalyticBackend> tracker(model, fresh.graph());
     CHECK(state.cost() == doctest::Approx(tracker.total()).epsilon(1e-9));
     std::size_t listed = 0;

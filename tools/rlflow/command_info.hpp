@@ -79,19 +79,4 @@ inline void print_info_text(const std::string& model, const Graph& g, const Grap
     }
 }
 
-inline void add_info_command(CLI::App& app) {
-    auto options = std::make_shared<InfoOptions>();
-    CLI::App* cmd = app.add_subcommand("info", "Print node count, op histogram, parameters, FLOPs and memory");
-    cmd->add_option("model", options->model, "an .onnx file or zoo:NAME")->required();
-    add_model_flags(*cmd, options->load);
-    cmd->add_flag("--json", options->json, "print JSON instead of text");
-    cmd->callback([options] {
-        const Graph g = load_model(options->model, options->load);
-        g.validate();
-        const GraphStatistics s = graph_statistics(g);
-        if (options->json) std::cout << info_json(options->model, g, s).dump(2) << "\n";
-        else print_info_text(options->model, g, s);
-    });
-}
-
 }  // namespace rlflow::cli

@@ -16,6 +16,7 @@
 
 #include "command_optimize.hpp"
 
+#include <rlflow/optimize.hpp>
 #include <rlflow/cost/ort_backend.hpp>
 #include <rlflow/rewrite/builtin_rules.hpp>
 #include <rlflow/search/greedy.hpp>
@@ -75,7 +76,7 @@ inline std::vector<std::pair<std::string, std::vector<rewrite::Rule>>> rule_fami
 /// places its own rewrites create), and how often each rule was applied.
 inline std::pair<Graph, std::map<std::string, std::size_t>> apply_everywhere(const Graph& graph,
                                                                            const std::shared_ptr<const rewrite::RuleSet>& family) {
-    rewrite::Rewriter rw(graph, family, search::detail::every_location);
+    rewrite::Rewriter rw(graph, family, search::every_location);
     const std::uint32_t bound = graph.id_bound();
     const auto applied = opt::apply_while(rw, [&](std::size_t rule, const rewrite::Location& at) {
         const std::size_t n = (*family)[rule].source.size();
@@ -134,7 +135,7 @@ inline std::vector<MatchingFamily> matching_families(const MeasureOptions& o, co
     for (auto& [name, members] : rule_families(rules)) {
         if (!o.families.empty() && std::find(o.families.begin(), o.families.end(), name) == o.families.end()) continue;
         auto family = std::make_shared<const rewrite::RuleSet>(std::move(members));
-        const rewrite::Rewriter probe(input, family, search::detail::every_location);
+        const rewrite::Rewriter probe(input, family, search::every_location);
         std::size_t matches = 0;
         for (std::size_t r = 0; r < family->size(); ++r) matches += probe.index().num_choices(r);
         if (matches > 0) out.push_back({name, std::move(family), matches});
@@ -415,25 +416,6 @@ inline void measure_command(const MeasureOptions& o) {
     write_file_atomically(o.output, ledger.dump(1) + "\n");
     std::printf("wrote %s\n", o.output.c_str());
     if (unsound) throw CLI::RuntimeError(1);
-}
-
-inline void add_measure_command(CLI::App& rules) {
-    auto o = std::make_shared<MeasureOptions>();
-    CLI::App* cmd = rules.add_subcommand("measure", "Time each rule family alone on models at the target: the ledger of what pays");
-    cmd->add_option("models", o->models, ".onnx files or zoo:NAME")->required();
-    cmd->add_option("-o,--output", o->output, "the ledger (JSON) to write")->required();
-    add_model_flags(*cmd, o->load);
-    add_target_flags(*cmd, o->where);
-    cmd->add_option("--rules", o->rules, "default (built-in + generated library), builtin, or a rules file")->capture_default_str();
-    cmd->add_option("--family", o->families, "measure only this family (repeatable; names as the ledger gives them)");
-    cmd->add_option("--rounds", o->rounds, "interleaved timed runs of each model")->check(CLI::Range(5, 1000))->capture_default_str();
-    cmd->add_option("--min-gain", o->min_gain, "the least relative gain that counts")->check(CLI::Range(0.0, 0.5))->capture_default_str();
-    cmd->add_option("--noise-limit", o->noise_limit, "a copy of the input timed further than this from it voids the comparison")
-        ->check(CLI::Range(0.0, 0.5))->capture_default_str();
-    cmd->add_option("--together", o->batch, "results timed together in one interleaved comparison")
-        ->check(CLI::Range(std::size_t{1}, std::size_t{64}))->capture_default_str();
-    cmd->add_option("--seed", o->seed, "seed of the inputs and of a zoo model's weights")->capture_default_str();
-    cmd->callback([o] { measure_command(*o); });
 }
 
 }  // namespace rlflow::cli

@@ -95,40 +95,4 @@ inline std::vector<Tensor> load_tensor_directory(const std::string& directory, c
     return tensors;
 }
 
-inline void add_run_command(CLI::App& app) {
-    auto o = std::make_shared<RunOptions>();
-    CLI::App* cmd = app.add_subcommand("run", "Run a model in the reference executor");
-    cmd->add_option("model", o->model, "an .onnx file or zoo:NAME")->required();
-    add_model_flags(*cmd, o->load);
-    cmd->add_option("--inputs", o->inputs, "directory with input_N.pb tensors (default: seeded random inputs)");
-    cmd->add_option("--expect", o->expect, "directory with output_N.pb reference tensors to compare with");
-    cmd->add_option("--rtol", o->rtol, "relative tolerance for --expect");
-    cmd->add_option("--atol", o->atol, "absolute tolerance for --expect");
-    cmd->add_option("--seed", o->seed, "seed for random weights and inputs");
-    cmd->callback([o] {
-        check_input_directory(o->inputs, "--inputs");
-        check_input_directory(o->expect, "--expect");
-        o->load.seed = o->seed;
-        Graph g = load_model(o->model, o->load);
-        exec::fill_random_weights(g, o->seed);
-        std::vector<std::string> input_names, output_names;
-        for (const NodeId id : g.inputs()) input_names.push_back(g.node(id).name);
-        for (const auto& out : g.outputs()) output_names.push_back(out.name);
-        // Both directories are read, and their files counted, before the model runs.
-        const auto inputs = o->inputs.empty() ? exec::random_inputs(g, o->seed)
-                                              : load_tensor_directory(o->inputs, "input", input_names, "--inputs");
-        const auto expected = o->expect.empty() ? std::vector<Tensor>{}
-                                                : load_tensor_directory(o->expect, "output", output_names, "--expect");
-        const auto start = std::chrono::steady_clock::now();
-        const exec::RunResult result = exec::Executor{}.run(g, inputs);
-        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-        std::printf("ran %s in %.1f ms, peak activations %s\n", o->model.c_str(), ms,
-                    human_bytes(static_cast<double>(result.peak_activation_bytes)).c_str());
-        for (std::size_t i = 0; i < result.outputs.size(); ++i)
-            std::printf("output %zu '%s': %s\n", i, g.outputs()[i].name.c_str(), result.outputs[i].type().to_string().c_str());
-        if (!o->expect.empty() && !compare_outputs(result.outputs, expected, *o))
-            throw CLI::RuntimeError("outputs differ from the reference", 1);
-    });
-}
-
 }  // namespace rlflow::cli

@@ -13,6 +13,7 @@
 #include "progress.hpp"
 #include "ranks.hpp"
 
+#include <rlflow/optimize.hpp>
 #include <rlflow/core/canonical.hpp>
 #include <rlflow/cost.hpp>
 #include <rlflow/cost/ort_backend.hpp>
@@ -40,6 +41,9 @@
 
 namespace rlflow::cli {
 
+/// The network backend agents train with, the one they run with in optimize.
+using AgentBackend = opt::AgentBackend;
+
 struct TrainOptions {
     std::string agent = "mf";
     std::vector<std::string> graphs;
@@ -56,8 +60,8 @@ struct TrainOptions {
     TargetFlags where;
     std::string reward = "cost";
     /// --reward ort-latency: timed runs per session, and sessions per graph.
-    int latency_runs = rl::OrtLatencyOptions{}.runs;
-    int latency_sessions = rl::OrtLatencyOptions{}.sessions;
+    int latency_runs = cost::OrtLatencyOptions{}.runs;
+    int latency_sessions = cost::OrtLatencyOptions{}.sessions;
     /// Resolved from `where` before training: the target, and what the agent records of it.
     cost::Target target;
     std::string trained_for;
@@ -202,7 +206,7 @@ private:
 template <cost::CostBackend Backend>
 struct LatencyReward {
     std::unique_ptr<cost::OrtWorker> own_worker;
-    std::unique_ptr<rl::OrtLatency> latency;
+    std::unique_ptr<cost::OrtLatency> latency;
     std::unique_ptr<GpuLatency> gpu;
 
     LatencyReward(const TrainOptions& o, cost::CostModel<Backend>& model) {
@@ -223,12 +227,12 @@ struct LatencyReward {
             own_worker = std::make_unique<cost::OrtWorker>();
             worker = own_worker.get();
         }
-        rl::OrtLatencyOptions measuring;
+        cost::OrtLatencyOptions measuring;
         measuring.seed = o.seed;
         measuring.runs = o.latency_runs;
         measuring.sessions = o.latency_sessions;
         measuring.settings = o.target.ort;
-        latency = std::make_unique<rl::OrtLatency>(*worker, measuring);
+        latency = std::make_unique<cost::OrtLatency>(*worker, measuring);
     }
     /// The measure rewards come from (empty: the cost model's per-op sum).
     [[nodiscard]] rl::GraphMeasure measure() const {
@@ -242,10 +246,10 @@ struct LatencyReward {
     }
 };
 
-/// The interface keys of `graphs`, in order (rl::OrtLatency::interface_key).
+/// The interface keys of `graphs`, in order (cost::OrtLatency::interface_key).
 inline std::vector<std::string> interface_keys(const std::vector<Graph>& graphs) {
     std::vector<std::string> keys;
-    for (const Graph& g : graphs) keys.push_back(rl::OrtLatency::interface_key(g));
+    for (const Graph& g : graphs) keys.push_back(cost::OrtLatency::interface_key(g));
     return keys;
 }
 
@@ -281,13 +285,13 @@ inline std::string hash_hex(std::uint64_t hash) {
 /// the training graph it was reached from, the hash of the model written, latency, ratio to the start,
 /// and the seconds since training began. Two runs on one graph find there when each first
 /// reached the graph the other ended with.
-inline void write_timeline(const rl::OrtLatency& latency, const std::vector<std::string>& keys, const std::vector<std::string>& names,
+inline void write_timeline(const cost::OrtLatency& latency, const std::vector<std::string>& keys, const std::vector<std::string>& names,
                            const std::filesystem::path& dir) {
     std::vector<std::string> by_interface(keys.size());
     for (std::size_t i = 0; i < keys.size(); ++i)
-        if (const rl::OrtLatency::Fastest* f = latency.fastest(keys[i]); f && f->index < by_interface.size()) by_interface[f->index] = names[i];
+        if (const cost::OrtLatency::Fastest* f = latency.fastest(keys[i]); f && f->index < by_interface.size()) by_interface[f->index] = names[i];
     std::string lines;
-    for (const rl::OrtLatency::Timed& t : latency.timeline())
+    for (const cost::OrtLatency::Timed& t : latency.timeline())
         lines += nlohmann::json{{"graph", t.interface < by_interface.size() ? by_interface[t.interface] : std::string()},
                                 {"hash", hash_hex(t.hash)}, {"ms", t.ms}, {"ratio", t.ms / t.reference_ms}, {"seconds", t.seconds}}
                      .dump() + "\n";
@@ -300,12 +304,12 @@ inline void write_timeline(const rl::OrtLatency& latency, const std::vector<std:
 /// (write_timeline). That graph is timed again against the start first
 /// (`confirmed_ratio`): the fastest of many measured ratios is biased low, a new
 /// measurement of one is not.
-inline void write_fastest(rl::OrtLatency& latency, const std::vector<std::string>& keys, const std::vector<std::string>& names,
+inline void write_fastest(cost::OrtLatency& latency, const std::vector<std::string>& keys, const std::vector<std::string>& names,
                           const std::filesystem::path& dir) {
     write_timeline(latency, keys, names, dir);
     nlohmann::json all = nlohmann::json::array();
     for (std::size_t i = 0; i < keys.size(); ++i) {
-        const rl::OrtLatency::Fastest* f = latency.fastest(keys[i]);
+        const cost::OrtLatency::Fastest* f = latency.fastest(keys[i]);
         if (!f) continue;
         const double confirmed = latency.confirm(keys[i], confirm_runs, confirm_sessions);
         const std::filesystem::path file = dir / ("fastest_" + std::to_string(i) + ".onnx");
@@ -581,83 +585,6 @@ inline void dispatch_train(TrainOptions o) {
     const opt::CostChoice pricing = resolve_cost(o.where, o.target);
     o.trained_for = opt::priced_target(pricing, o.target);
     opt::with_cost_backend(pricing, o.target, {o.seed, false}, run);
-}
-
-inline void add_train_command(CLI::App& app) {
-    auto o = std::make_shared<TrainOptions>();
-    CLI::App* cmd = app.add_subcommand("train", "Train an agent to choose rewrites (model-free PPO, or model-based with a world model)");
-    cmd->add_option("--agent", o->agent, "mf (model-free PPO) or mb (a world model, and a controller trained in its dream)")
-        ->check(CLI::IsMember({"mf", "mb"}))->capture_default_str();
-    cmd->add_option("--temperature", o->temperature, "--agent mb: the dream's temperature (mixture logits / T, noise x sqrt(T))")
-        ->check(CLI::Range(0.0, 10.0))->capture_default_str();
-    cmd->add_option("--real-steps", o->real_steps, "--agent mb: the budget of real environment steps (the first quarter of it, at most 2000, by a "
-                    "uniformly random agent)")
-        ->check(CLI::Range(std::size_t{1}, std::size_t{100'000'000}))->capture_default_str();
-    cmd->add_option("--dream-steps", o->dream_steps, "--agent mb: dream steps the controller trains on per iteration")
-        ->check(CLI::Range(std::size_t{1}, std::size_t{100'000'000}))->capture_default_str();
-    cmd->add_option("--reward-bins", o->reward_bins, "--agent mb: M's reward head: 0, symlog regression; N >= 2, two-hot over N symlog bins")
-        ->check(CLI::Range(std::int64_t{0}, std::int64_t{1024}))->capture_default_str();
-    cmd->add_option("--graph", o->graphs, "models to train on (zoo:NAME or .onnx files)");
-    cmd->add_option("--checkpoint", o->checkpoint, "the agent's directory (agent.json, weights.ckpt, train.jsonl)")->required();
-    cmd->add_option("--seed", o->seed, "seed of the weights, the rollouts and the updates")->capture_default_str();
-    cmd->add_option("--episodes", o->episodes, "stop after this many episodes in all (0: no limit)");
-    cmd->add_option("--updates", o->updates, "stop after this many more updates (default 50 when no limit is given)");
-    cmd->add_option("--time-limit", o->time_limit, "stop after this many seconds of training (0: none)")
-        ->check(CLI::Range(0.0, 1e9));
-    cmd->add_flag("--resume", o->resume, "continue the agent in --checkpoint exactly where it stopped");
-    cmd->add_option("--init-from", o->init_from,
-                    "--agent mf: start from the weights and action space of the agent in this directory, with a fresh "
-                    "optimiser (fine-tuning, e.g. on graphs it never saw)")
-        ->excludes("--resume");
-    add_target_flags(*cmd, o->where);
-    cmd->add_option("--reward", o->reward,
-                    "what rewards measure: cost (the --cost backend's per-op sum), ort-latency (each new graph timed "
-                    "whole in ONNX Runtime, as X-RLflow; slow) or gpu-latency (each new graph timed whole on the GPU by "
-                    "the CUDA executor; --target cuda)")
-        ->check(CLI::IsMember({"cost", "ort-latency", "gpu-latency"}))->capture_default_str();
-    cmd->add_option("--latency-runs", o->latency_runs,
-                    "--reward ort-latency: interleaved timed runs of each graph and its start per session")
-        ->check(CLI::Range(1, 1000))->capture_default_str();
-    cmd->add_option("--latency-sessions", o->latency_sessions,
-                    "--reward ort-latency: sessions per graph; the latency is the start's times the median of their "
-                    "median paired ratios")
-        ->check(CLI::Range(1, 100))->capture_default_str();
-    cmd->add_option("--cost-cache", o->cost_cache,
-                    "read op costs from, and save them to, this file ('none': no cache; default for measuring backends: "
-                    "~/.cache/rlflow, shared with optimize)");
-    cmd->add_option("--rules", o->rules,
-                    "default (built-in rules + the generated rules that match a training graph), builtin, or a rules file")
-        ->capture_default_str();
-    cmd->add_option("--ledger", o->ledger,
-                    "the rule ledger, as optimize reads it: auto (the one shipped for ort-cpu at level all, applied to the "
-                    "default rules there under the target's own prices), none, or a ledger file; families that never paid in it are not in a new agent's "
-                    "action space")
-        ->capture_default_str();
-    cmd->add_option("--rollout-steps", o->rollout_steps, "environment steps per update")
-        ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))->capture_default_str();
-    cmd->add_option("--step-limit", o->step_limit, "steps after which an episode is cut")
-        ->check(CLI::Range(std::size_t{1}, std::size_t{100'000}))->capture_default_str();
-    cmd->add_flag("--no-gains", o->no_gains,
-                  "do not show the agent each location's one-step gain (faster steps, weaker agent)");
-    cmd->add_option("--entropy", o->entropy_coefficient, "PPO's entropy bonus (both heads)")
-        ->check(CLI::Range(0.0, 10.0))->capture_default_str();
-    cmd->add_option("--entropy-final", o->final_entropy_coefficient,
-                    "the entropy bonus to decay to, linearly over the first " + std::to_string(rl::planned_updates) +
-                        " updates (default: in the defaults' proportion)")
-        ->check(CLI::Range(0.0, 10.0));
-    cmd->add_option("--learning-rate", o->learning_rate, "Adam's learning rate at the first update")
-        ->check(CLI::Range(1e-8, 1.0))->capture_default_str();
-    cmd->add_option("--envs-per-graph", o->environments_per_graph, "environments per training graph, stepped in parallel")
-        ->check(CLI::Range(std::size_t{1}, std::size_t{1024}))->capture_default_str();
-    cmd->add_option("--jobs", o->jobs, "threads for rollouts and gradients (results do not depend on it)")
-        ->check(CLI::Range(1u, 1024u))->capture_default_str();
-    cmd->add_option("--checkpoint-every", o->checkpoint_every, "updates between checkpoints")
-        ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))->capture_default_str();
-    add_model_flags(*cmd, o->load);
-    cmd->callback([o] {
-        o->load.seed = o->seed;  // zoo models get the weights of --seed, as optimize gives them
-        dispatch_train(*o);
-    });
 }
 
 }  // namespace rlflow::cli

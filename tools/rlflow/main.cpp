@@ -1,16 +1,9 @@
 // The rlflow command-line program. Exit codes: 0 success, 2 bad input (any rlflow::error
-// or a usage error), 1 internal error.
+// or a usage error), 1 internal error. Each command is compiled in its own file
+// (command_*.cpp), so that the program builds on several cores and the optimize pipeline
+// is compiled once for it and the Python module.
 
-#include "command_convert.hpp"
-#include "command_costs.hpp"
-#include "command_eval.hpp"
-#include "command_info.hpp"
-#include "command_optimize.hpp"
-#include "command_rules.hpp"
-#include "command_rules_measure.hpp"
-#include "command_run.hpp"
-#include "command_train.hpp"
-#include "command_zoo.hpp"
+#include "commands.hpp"
 #include "ranks.hpp"
 
 #include <rlflow/core/error.hpp>

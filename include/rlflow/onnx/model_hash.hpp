@@ -3,7 +3,7 @@
 /// A hash of an ONNX model as a runtime sees it: the computation, not the names. Two IR
 /// graphs can write the same model: a fused convolution and the Conv + Relu it is written
 /// as, or one graph reached by two rewrite orders whose new initializers got other
-/// names. A measurement of one is a measurement of the other (rl/ort_latency.hpp keys
+/// names. A measurement of one is a measurement of the other (cost/ort_latency.hpp keys
 /// its latencies by this hash).
 ///
 /// Each tensor gets a hash: a graph input by its name (the interface), an initializer

@@ -78,7 +78,7 @@ std::map<std::string, std::size_t> apply_while(rewrite::Rewriter& rw, Take&& tak
     const rewrite::RuleSet all = rewrite::builtin_rules();
     auto merges = std::make_shared<rewrite::RuleSet>();
     for (const char* name : {"merge_group_conv", "merge_group_conv_bias"}) merges->add(all.at(name));
-    rewrite::Rewriter rw(graph, merges, search::detail::every_location);
+    rewrite::Rewriter rw(graph, merges, search::every_location);
     if (block <= 0) return {rw.graph(), {}};
     const auto applied = apply_while(rw, [&](std::size_t, const rewrite::Location& at) {
         const Node& conv = rw.graph().node(at.nodes[0]);

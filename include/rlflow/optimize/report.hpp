@@ -156,6 +156,18 @@ struct OptimizeReport {
     [[nodiscard]] nlohmann::json to_json() const;
 };
 
+/// What `optimize` made of a graph: the graph to write (the input itself when no candidate
+/// is faster) and the report, whose `verification` says how it was checked.
+struct OptimizeResult {
+    Graph graph;
+    OptimizeReport report;
+
+    /// The input is the result.
+    [[nodiscard]] bool is_input() const noexcept { return report.written_is_input; }
+    /// The result matched the input on random inputs (always, for the input itself).
+    [[nodiscard]] bool verified() const noexcept { return report.verification.equal; }
+};
+
 namespace opt {
 
 /// A timing, or null where nothing was timed.

@@ -53,7 +53,7 @@ template <class Policy, cost::CostBackend C>
                                                 cost::CostModel<C>& model, Policy& policy, const AgentSearchOptions& options) {
     RLFLOW_EXPECTS(rules->size() == policy.num_xfers() && options.env.max_locations == policy.max_locations(),
                    precondition_error, "agent_search: the policy was made for another action space");
-    const search::detail::StopRules stop(options.search);
+    const search::StopRules stop(options.search);
     GraphEnv<C> env(rules, model, options.env);
     struct Best {
         Graph graph;
@@ -96,14 +96,14 @@ template <class Policy, cost::CostBackend C>
     const Best& top = bests.front();
     result.graph = top.graph;
     result.best_cost_ms = model.graph_cost(result.graph);
-    result.rewrites = search::detail::named_counts(*rules, top.path);
-    result.sequence = search::detail::named_sequence(*rules, top.path);
+    result.rewrites = search::named_counts(*rules, top.path);
+    result.sequence = search::named_sequence(*rules, top.path);
     std::unordered_set<std::uint64_t> seen{canonical_hash(top.graph)};
     for (std::size_t i = 1; i < bests.size() && result.runners_up.size() + 1 < options.search.keep_best; ++i) {
         if (bests[i].path.empty() || !seen.insert(canonical_hash(bests[i].graph)).second) continue;
         result.runners_up.push_back({bests[i].graph, model.graph_cost(bests[i].graph),
-                                     search::detail::named_counts(*rules, bests[i].path),
-                                     search::detail::named_sequence(*rules, bests[i].path)});
+                                     search::named_counts(*rules, bests[i].path),
+                                     search::named_sequence(*rules, bests[i].path)});
     }
     result.seconds = stop.seconds();
     return result;

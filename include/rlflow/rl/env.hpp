@@ -15,7 +15,7 @@
 /// - Reward = (cost_{t-1} - cost_t) / cost_0 x reward_scale, so the rewards of an episode
 ///   sum to (cost_0 - cost_T) / cost_0 x reward_scale: the fraction of the input's cost the
 ///   episode saved. The cost is the cost model's per-op sum, or a GraphMeasure of the whole
-///   graph (measure_with: the end-to-end latency in ONNX Runtime, rl/ort_latency.hpp).
+///   graph (measure_with: the end-to-end latency in ONNX Runtime, cost/ort_latency.hpp).
 /// - An action the masks forbid is a programming error of the agent: step() throws
 ///   precondition_error, it does not return a penalty (the thesis's environment rewarded
 ///   invalid actions with a penalty, which teaches the masks instead of the task).

@@ -1,9 +1,10 @@
 #pragma once
 /// \file
 /// The random agent: a uniformly random allowed xfer, then a uniformly random location of
-/// it. It collects the rollouts a world model first learns from (World Models: random
-/// rollouts before the controller exists), and drives the environment's tests and
-/// benchmarks.
+/// it. It drives the environment's tests and benchmarks and Python's random-agent example;
+/// the model-based trainer's first rollouts (World Models: random rollouts before the
+/// controller exists) use its own masked random agent, which may choose NO-OP and takes an
+/// xfer's best-gain location (MbTrainer::random_action).
 
 #include <rlflow/rl/env.hpp>
 #include <rlflow/rl/observation.hpp>

@@ -268,7 +268,7 @@ template <cost::CostBackend Backend>
 template <cost::CostBackend Backend>
 [[nodiscard]] SearchResult backtracking(const Graph& graph, std::shared_ptr<const rewrite::RuleSet> rules,
                                         cost::CostModel<Backend>& model, const SearchOptions& options = {}) {
-    const detail::StopRules stop(options);
+    const StopRules stop(options);
     SearchResult result;
     detail::TreeWalker<Backend> walker(graph, rules, model);
     result.initial_cost_ms = walker.state().cost();
@@ -293,8 +293,8 @@ template <cost::CostBackend Backend>
     result.graph = walker.graph_of(frontier.best());
     result.best_cost_ms = model.graph_cost(result.graph);
     const std::vector<std::uint32_t> path = walker.path_of(frontier.best());
-    result.rewrites = detail::named_counts(*rules, path);
-    result.sequence = detail::named_sequence(*rules, path);
+    result.rewrites = named_counts(*rules, path);
+    result.sequence = named_sequence(*rules, path);
     result.runners_up = detail::runners_up(walker, frontier.cheapest(), result.graph, *rules, model);
     result.peak_search_bytes = std::max(result.peak_search_bytes, walker.bytes());
     result.seconds = stop.seconds();

@@ -237,7 +237,7 @@ template <cost::CostBackend Backend>
 /// Returns why it ended.
 [[nodiscard]] inline SaturationStop saturate(EGraph& eg, const rewrite::RuleSet& rules, const EqsatOptions& eq, EqsatStats& stats,
                                           const SearchOptions& options = {}, double initial_cost_ms = 0) {
-    const detail::StopRules stop(options);
+    const StopRules stop(options);
     stats.node_limit = eq.node_limit > 0 ? eq.node_limit : default_node_limit(eg.node_bound());
     bool single_saturated = false;
     for (std::size_t iteration = 0;; ++iteration) {
@@ -271,7 +271,7 @@ template <cost::CostBackend Backend>
 template <cost::CostBackend Backend>
 [[nodiscard]] EqsatResult eqsat(const Graph& graph, std::shared_ptr<const rewrite::RuleSet> rules,
                                 cost::CostModel<Backend>& model, const SearchOptions& options = {}, const EqsatOptions& eq = {}) {
-    const detail::StopRules stop(options);
+    const StopRules stop(options);
     EqsatResult out;
     SearchResult& result = out.search;
     EqsatStats& stats = out.stats;

@@ -19,10 +19,10 @@
 
 namespace rlflow::search {
 
-namespace detail {
-
 /// A search sees every location, not just an agent's first L.
 inline constexpr rewrite::IndexOptions every_location{std::numeric_limits<std::size_t>::max()};
+
+namespace detail {
 
 /// Costs within this relative margin count as equal, so float noise is not progress.
 inline constexpr double relative_tolerance = 1e-9;
@@ -33,7 +33,7 @@ inline constexpr double relative_tolerance = 1e-9;
 template <cost::CostBackend Backend>
 [[nodiscard]] SearchResult greedy(const Graph& graph, std::shared_ptr<const rewrite::RuleSet> rules,
                                   cost::CostModel<Backend>& model, const SearchOptions& options = {}) {
-    const detail::StopRules stop(options);
+    const StopRules stop(options);
     SearchState<Backend> state(graph, rules, model);
     SearchResult result;
     result.initial_cost_ms = state.cost();
@@ -61,8 +61,8 @@ template <cost::CostBackend Backend>
     }
     result.graph = state.graph();
     result.best_cost_ms = model.graph_cost(result.graph);
-    result.rewrites = detail::named_counts(*rules, path);
-    result.sequence = detail::named_sequence(*rules, path);
+    result.rewrites = named_counts(*rules, path);
+    result.sequence = named_sequence(*rules, path);
     result.seconds = stop.seconds();
     return result;
 }

@@ -95,7 +95,6 @@ struct SearchResult {
     std::size_t peak_search_bytes = 0;
 };
 
-namespace detail {
 
 /// The budget, the clock and the stop flag, checked between expansions.
 class StopRules {
@@ -141,6 +140,5 @@ private:
     return names;
 }
 
-}  // namespace detail
 
 }  // namespace rlflow::search

@@ -52,11 +52,11 @@
 #include <unordered_map>
 #include <vector>
 
-namespace rlflow::rl {
+namespace rlflow::cost {
 
 /// How OrtLatency measures.
 struct OrtLatencyOptions {
-    cost::OrtSettings settings;
+    OrtSettings settings;
     int warmup = 2;
     int runs = 9;
     int sessions = 3;
@@ -72,7 +72,7 @@ struct OrtLatencyOptions {
 /// outlive it; like the worker, it serves one thread at a time.
 class OrtLatency {
 public:
-    explicit OrtLatency(cost::OrtWorker& worker, OrtLatencyOptions options = {})
+    explicit OrtLatency(OrtWorker& worker, OrtLatencyOptions options = {})
         : m_worker(&worker), m_options(std::move(options)), m_scratch(m_options.scratch) {
         m_options.settings.validate();
         RLFLOW_EXPECTS(m_options.warmup >= 0 && m_options.runs >= 1 && m_options.sessions >= 1, precondition_error,
@@ -168,8 +168,8 @@ private:
         onnx_io::save_model(model, file);
         if (m_options.warm_process && m_fastest.empty()) static_cast<void>(time_sessions({file}, m_options.runs, 1, false));
         std::vector<double> medians;
-        for (const auto& runs : time_sessions({file}, m_options.runs, m_options.sessions, false)) medians.push_back(cost::detail::median(runs.front()));
-        const double ms = cost::detail::median(std::move(medians));
+        for (const auto& runs : time_sessions({file}, m_options.runs, m_options.sessions, false)) medians.push_back(detail::median(runs.front()));
+        const double ms = detail::median(std::move(medians));
         m_fastest.emplace(interface, Fastest{g, ms, ms, file, {}, m_fastest.size()});
         return ms;
     }
@@ -181,11 +181,11 @@ private:
         onnx_io::save_model(model, file);
         std::vector<double> ratios;
         for (const auto& timed : time_sessions({reference.file, file}, runs, sessions, true)) {
-            const std::vector<double> paired = cost::detail::paired_ratios(timed[0], timed[1]);
-            if (!paired.empty()) ratios.push_back(cost::detail::median(paired));
+            const std::vector<double> paired = detail::paired_ratios(timed[0], timed[1]);
+            if (!paired.empty()) ratios.push_back(detail::median(paired));
         }
         RLFLOW_EXPECTS(!ratios.empty(), io_error, "ONNX Runtime timed no paired runs of a graph of the episode");
-        return reference.first_ms * cost::detail::median(std::move(ratios));
+        return reference.first_ms * detail::median(std::move(ratios));
     }
 
     [[nodiscard]] double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - m_made).count(); }
@@ -201,7 +201,7 @@ private:
     /// alone), for the sessions where every file ran; throws when none did.
     [[nodiscard]] std::vector<std::vector<std::vector<double>>> time_sessions(const std::vector<std::filesystem::path>& files,
                                                                              int runs, int count, bool interleave) {
-        cost::OrtTimingRequest request;
+        OrtTimingRequest request;
         request.settings = m_options.settings;
         request.warmup = m_options.warmup;
         request.runs = runs;
@@ -211,7 +211,7 @@ private:
         std::string error;
         for (int s = 0; s < count; ++s) {
             std::vector<std::vector<double>> timed;
-            for (const cost::ModelTiming& t : m_worker->time(files, request)) {
+            for (const ModelTiming& t : m_worker->time(files, request)) {
                 if (t.ok()) timed.push_back(t.runs_ms);
                 else error = t.error;
             }
@@ -221,9 +221,9 @@ private:
         return sessions;
     }
 
-    cost::OrtWorker* m_worker;
+    OrtWorker* m_worker;
     OrtLatencyOptions m_options;
-    cost::detail::ScratchFolder m_scratch;
+    detail::ScratchFolder m_scratch;
     std::unordered_map<std::uint64_t, double> m_cache;
     std::unordered_map<std::string, Fastest> m_fastest;
     std::vector<Timed> m_timeline;
@@ -232,4 +232,4 @@ private:
     std::size_t m_hits = 0;
 };
 
-}  // namespace rlflow::rl
+}  // namespace rlflow::cost

@@ -1,11 +1,11 @@
-// OrtLatency (rl/ort_latency.hpp): whole graphs timed in ONNX Runtime, cached by their
+// OrtLatency (cost/ort_latency.hpp): whole graphs timed in ONNX Runtime, cached by their
 // canonical form. Skipped where ONNX Runtime is not installed.
 #include <rlflow/core/canonical.hpp>
 #include <rlflow/onnx/export.hpp>
 #include <rlflow/onnx/model_hash.hpp>
 #include <rlflow/core/graph.hpp>
 #include <rlflow/exec/random.hpp>
-#include <rlflow/rl/ort_latency.hpp>
+#include <rlflow/cost/ort_latency.hpp>
 
 #include <doctest/doctest.h>
 
@@ -48,10 +48,10 @@ TEST_CASE("ORT latencies of whole graphs are measured once per written model") {
         return;
     }
     cost::OrtWorker worker;
-    rl::OrtLatencyOptions options;
+    cost::OrtLatencyOptions options;
     options.runs = 5;
     options.sessions = 2;
-    rl::OrtLatency latency(worker, options);
+    cost::OrtLatency latency(worker, options);
     CHECK(latency.name().starts_with("ort-latency:"));
     CHECK(latency.name().ends_with(":basic:t1"));
     const double plain = latency(small_graph(false));
@@ -74,7 +74,7 @@ TEST_CASE("ORT latencies of whole graphs are measured once per written model") {
     CHECK(added > 0);
     CHECK(latency.measured() == 2);
     // Both have one interface: the faster is kept, and the first timed is the start.
-    const rl::OrtLatency::Fastest* fastest = latency.fastest(rl::OrtLatency::interface_key(small_graph(false)));
+    const cost::OrtLatency::Fastest* fastest = latency.fastest(cost::OrtLatency::interface_key(small_graph(false)));
     REQUIRE(fastest != nullptr);
     CHECK(fastest->first_ms == plain);
     CHECK(std::filesystem::exists(fastest->file));  // the reference later graphs are timed against
@@ -95,7 +95,7 @@ TEST_CASE("ORT latencies of whole graphs are measured once per written model") {
     CHECK(fastest->timed.hash == model_hash(fastest->graph));
     CHECK(fastest->timed.seconds == timeline[added < plain ? 1 : 0].seconds);
     // Timed again on request, outside the cache and the count.
-    CHECK(latency.confirm(rl::OrtLatency::interface_key(small_graph(false)), 3, 1) > 0);
+    CHECK(latency.confirm(cost::OrtLatency::interface_key(small_graph(false)), 3, 1) > 0);
     CHECK(latency.measured() == 2);
 }
 
@@ -105,10 +105,10 @@ TEST_CASE("ORT latencies of later graphs are the reference's times a paired rati
         return;
     }
     cost::OrtWorker worker;
-    rl::OrtLatencyOptions options;
+    cost::OrtLatencyOptions options;
     options.runs = 7;
     options.sessions = 1;
-    rl::OrtLatency latency(worker, options);
+    cost::OrtLatency latency(worker, options);
     const double reference = latency(small_graph(false));
     // 64 more products of the same size: far more than twice the work of one product, a
     // Relu and the call (about 80 us of ORT's overhead per run here, which 16 more
@@ -119,8 +119,8 @@ TEST_CASE("ORT latencies of later graphs are the reference's times a paired rati
     const double heavy = latency(small_graph(false, extra_products));
     CHECK(heavy > least_ratio * reference);
     CHECK(latency.measured() == 2);
-    const rl::OrtLatency::Fastest* fastest = latency.fastest(rl::OrtLatency::interface_key(small_graph(false)));
+    const cost::OrtLatency::Fastest* fastest = latency.fastest(cost::OrtLatency::interface_key(small_graph(false)));
     REQUIRE(fastest != nullptr);
     CHECK(fastest->ms == reference);  // the heavy graph did not displace the start
-    CHECK(latency.confirm(rl::OrtLatency::interface_key(small_graph(false)), 3, 1) == 1.0);  // nothing faster to confirm
+    CHECK(latency.confirm(cost::OrtLatency::interface_key(small_graph(false)), 3, 1) == 1.0);  // nothing faster to confirm
 }
