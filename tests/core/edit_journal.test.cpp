@@ -1,3 +1,4 @@
+#include "../tensor_types.hpp"
 #include <rlflow/core/canonical.hpp>
 #include <rlflow/core/edit_journal.hpp>
 #include <rlflow/core/graph.hpp>
@@ -16,7 +17,6 @@ using namespace rlflow;
 
 namespace {
 
-TensorType f32(Shape s) { return {DType::Float32, s}; }
 const Shape wide{2, 3};
 const Shape narrow{1, 3};
 

@@ -1,3 +1,4 @@
+#include "../tensor_types.hpp"
 #include <rlflow/core/canonical.hpp>
 #include <rlflow/core/graph.hpp>
 #include <rlflow/core/memory.hpp>
@@ -9,7 +10,6 @@
 using namespace rlflow;
 
 namespace {
-TensorType f32(Shape s) { return {DType::Float32, s}; }
 
 /// x -> Conv(3x3, pad 1) -> Relu -> output, with a weight.
 struct SmallConvNet {

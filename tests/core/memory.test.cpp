@@ -1,4 +1,5 @@
 // The memory model: a graph run as it stands, and as deployed with weight-only ops folded.
+#include "../tensor_types.hpp"
 #include <rlflow/core/memory.hpp>
 
 #include <doctest/doctest.h>
@@ -8,7 +9,6 @@
 using namespace rlflow;
 
 namespace {
-TensorType f32(Shape s) { return {DType::Float32, s}; }
 }  // namespace
 
 TEST_CASE("folding weight-only ops turns their outputs into weights and takes them out of the activations") {

@@ -1,3 +1,4 @@
+#include "../tensor_types.hpp"
 #include <rlflow/core/canonical.hpp>
 #include <rlflow/core/graph.hpp>
 #include <rlflow/core/structure_hash.hpp>
@@ -10,7 +11,6 @@ using namespace rlflow;
 
 namespace {
 
-TensorType f32(Shape s) { return {DType::Float32, s}; }
 const Shape shape{2, 3};
 
 /// x -> Relu -> Tanh -> y and x -> Sigmoid -> Erf -> z: two independent branches.

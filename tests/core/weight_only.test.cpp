@@ -1,5 +1,6 @@
 // Which nodes are weight-only: known before the model runs, so folded ahead of time and
 // priced at zero. A weight without data is a run-time input; an opaque op never folds.
+#include "../tensor_types.hpp"
 #include <rlflow/core/memory.hpp>
 
 #include <doctest/doctest.h>
@@ -10,7 +11,6 @@ using namespace rlflow;
 
 namespace {
 
-TensorType f32(const Shape& s) { return {DType::Float32, s}; }
 
 TensorPtr zeros(const Shape& s) { return std::make_shared<const Tensor>(s); }
 

@@ -1,3 +1,4 @@
+#include "../tensor_types.hpp"
 #include <rlflow/cost/analytic.hpp>
 
 #include <doctest/doctest.h>
@@ -12,7 +13,6 @@ using cost::AnalyticBackend;
 
 namespace {
 
-TensorType f32(const Shape& s) { return {DType::Float32, s}; }
 
 /// A convolution of a (1, c_in, size, size) input, as the exporter's importer writes it.
 struct Conv {

@@ -1,3 +1,4 @@
+#include "../tensor_types.hpp"
 #include <rlflow/cost.hpp>
 #include <rlflow/exec/random.hpp>
 #include <rlflow/models/zoo.hpp>
@@ -20,7 +21,6 @@ using cost::CostModel;
 
 namespace {
 
-TensorType f32(const Shape& s) { return {DType::Float32, s}; }
 
 /// The analytic backend, counting how often it is asked.
 struct CountingBackend {

@@ -1,3 +1,4 @@
+#include "../tensor_types.hpp"
 #include <rlflow/cost.hpp>
 #include <rlflow/models/zoo.hpp>
 
@@ -18,7 +19,6 @@ using Ints = std::vector<std::int64_t>;
 
 namespace {
 
-TensorType f32(const Shape& s) { return {DType::Float32, s}; }
 
 /// Fewer samples than the defaults: these tests check what is priced, not how precisely.
 CpuProfilerOptions quick_options() {

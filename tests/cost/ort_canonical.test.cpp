@@ -1,3 +1,4 @@
+#include "../tensor_types.hpp"
 #include <rlflow/cost.hpp>
 
 #include <doctest/doctest.h>
@@ -13,7 +14,6 @@ namespace {
 
 using Ints = std::vector<std::int64_t>;
 
-TensorType f32(const Shape& s) { return {DType::Float32, s}; }
 
 /// Prices an op by its FLOPs, scaled by a drift that grows with every measurement, as a
 /// shared machine's speed moves between requests: two measurements of one kernel never

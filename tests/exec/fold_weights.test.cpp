@@ -1,6 +1,7 @@
 // Folding weight-only work into new weights, so a written graph runs what the cost model
 // prices: a Conv + BatchNorm fold of ResNet-18, folded values checked by hand, and the
 // nodes folding must leave in place (run-time weights, opaque ops, non-float tensors).
+#include "../tensor_types.hpp"
 #include <rlflow/core/memory.hpp>
 #include <rlflow/cost/analytic.hpp>
 #include <rlflow/cost/cost_model.hpp>
@@ -26,9 +27,8 @@ namespace {
 constexpr std::uint64_t weight_seed = 11;
 constexpr std::uint64_t input_seed = 12;
 
-TensorType f32(const Shape& s) { return {DType::Float32, s}; }
 
-TensorPtr floats(const Shape& s, std::vector<float> values) {
+TensorPtr shared_floats(const Shape& s, std::vector<float> values) {
     return std::make_shared<const Tensor>(Tensor::from_floats(s, std::move(values)));
 }
 
@@ -121,7 +121,7 @@ TEST_CASE("folding ResNet-18 after Conv + BatchNorm folding turns the weight ari
 TEST_CASE("fold_weight_only computes folded values from the weights alone, and a weight-only graph output becomes a weight") {
     Graph g;
     const NodeId x = g.add_input("x", f32({2, 3}));
-    const NodeId w = g.add_weight("W", f32({2, 3}), floats({2, 3}, {1, 2, 3, 4, 5, 6}));
+    const NodeId w = g.add_weight("W", f32({2, 3}), shared_floats({2, 3}, {1, 2, 3, 4, 5, 6}));
     const NodeId half = g.add_constant("half", Tensor::from_floats({1}, {0.5f}));
     const NodeId scaled = g.add_node(OpKind::Mul, {{w, 0}, {half, 0}}, {}, "scaled");
     g.add_output({g.add_node(OpKind::Add, {{x, 0}, {scaled, 0}}, {}, "y"), 0}, "y");
@@ -159,7 +159,7 @@ TEST_CASE("fold_weight_only leaves a zero-input opaque op and what reads it, and
     Graph g;
     const Attributes shape{{"shape", std::vector<std::int64_t>{2, 2}}};
     const NodeId noise = g.add_opaque("RandomNormal", "", {}, {f32({2, 2})}, shape, "noise");
-    const NodeId w = g.add_weight("W", f32({2, 2}), floats({2, 2}, {1, 2, 3, 4}));
+    const NodeId w = g.add_weight("W", f32({2, 2}), shared_floats({2, 2}, {1, 2, 3, 4}));
     const NodeId doubled = g.add_node(OpKind::Add, {{w, 0}, {w, 0}}, {}, "doubled");
     const NodeId sum = g.add_node(OpKind::Add, {{noise, 0}, {doubled, 0}}, {}, "sum");
     const NodeId rectified = g.add_node(OpKind::Relu, {{sum, 0}}, {}, "rectified");
@@ -184,7 +184,7 @@ TEST_CASE("weight-only ops the executor cannot run stay in place, and so does wh
     const NodeId twice = g.add_node(OpKind::Add, {{sum, 0}, {sum, 0}}, {}, "twice");
     g.add_output({twice, 0});
     const NodeId x = g.add_input("x", f32({2}));
-    const NodeId w = g.add_weight("W", f32({2}), floats({2}, {1, 2}));
+    const NodeId w = g.add_weight("W", f32({2}), shared_floats({2}, {1, 2}));
     const NodeId zeroed = g.add_node(OpKind::Sub, {{w, 0}, {w, 0}}, {}, "zeroed");
     g.add_output({g.add_node(OpKind::Add, {{x, 0}, {zeroed, 0}}, {}, "y"), 0});
 
@@ -201,7 +201,7 @@ TEST_CASE("folded weights get readable unique names, the same on every run") {
     const auto build = [] {
         Graph g;
         const NodeId x = g.add_input("parts_folded_0", f32({2, 3}));
-        const NodeId w = g.add_weight("W", f32({4, 3}), floats({4, 3}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+        const NodeId w = g.add_weight("W", f32({4, 3}), shared_floats({4, 3}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
         const NodeId parts = g.add_node(OpKind::Split, {{w, 0}},
                                         {{"axis", std::int64_t{0}}, {"split", std::vector<std::int64_t>{1, 3}}}, "parts");
         g.add_output({g.add_node(OpKind::Add, {{x, 0}, {parts, 0}}, {}, "shifted"), 0});

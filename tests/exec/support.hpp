@@ -2,6 +2,7 @@
 // Helpers shared by the executor tests: random tensors, one-node graphs, index
 // arithmetic for the naive references, and tolerant comparison.
 
+#include "../tensor_types.hpp"
 #include <rlflow/core/graph.hpp>
 #include <rlflow/core/random.hpp>
 #include <rlflow/exec.hpp>
@@ -30,7 +31,7 @@ using Index = std::vector<std::int64_t>;
 /// Default comparison tolerance: float kernels against double references.
 inline constexpr double tolerance = 1e-4;
 
-inline TensorType f32(const Shape& s) { return {DType::Float32, s}; }
+using ::f32;
 
 /// U(low, high) float tensor.
 inline Tensor random_tensor(const Shape& shape, std::uint64_t seed, double low = -1.0, double high = 1.0) {

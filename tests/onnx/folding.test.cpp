@@ -1,6 +1,7 @@
 // The ONNX importer's static constant folder: every op on hand-computed cases, the opset
 // dependent forms, the cases it declines, the errors it raises, and the ONNX backend node
 // tests of every foldable op.
+#include "../tensor_types.hpp"
 #include <rlflow/onnx/detail/folding.hpp>
 
 #include <doctest/doctest.h>
@@ -59,9 +60,6 @@ struct NodeBuilder {
     }
 };
 
-Tensor ints(const Ints& values, std::optional<Shape> shape = std::nullopt) {
-    return Tensor::from_values(DType::Int64, shape.value_or(Shape{static_cast<std::int64_t>(values.size())}), values);
-}
 Tensor int_scalar(std::int64_t value) { return ints({value}, Shape{}); }
 Tensor int32s(const std::vector<std::int32_t>& values, std::optional<Shape> shape = std::nullopt) {
     return Tensor::from_values(DType::Int32, shape.value_or(Shape{static_cast<std::int64_t>(values.size())}), values);

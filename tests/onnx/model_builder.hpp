@@ -15,6 +15,17 @@ using rlflow::DType;
 using rlflow::Tensor;
 namespace pb = ::onnx;
 
+/// A typed value (a graph input's or output's ValueInfoProto) named `name`, of `dims` and
+/// ONNX element type `elem` (1: float).
+inline pb::ValueInfoProto value(const std::string& name, const std::vector<std::int64_t>& dims, int elem = 1) {
+    pb::ValueInfoProto v;
+    v.set_name(name);
+    auto* t = v.mutable_type()->mutable_tensor_type();
+    t->set_elem_type(elem);
+    for (auto d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+    return v;
+}
+
 /// A model built node by node; tensors are named by the caller.
 struct ModelBuilder {
     pb::ModelProto model;

@@ -1,5 +1,7 @@
 // How ONNX nodes map onto core ops: forms that a core op does not compute exactly, and
 // malformed attribute lists, are carried as opaque nodes (never read out of bounds).
+#include "model_builder.hpp"
+#include "../tensor_types.hpp"
 #include <rlflow/core/statistics.hpp>
 #include <rlflow/exec/executor.hpp>
 #include <rlflow/onnx/export.hpp>
@@ -12,22 +14,10 @@
 #include <limits>
 
 using namespace rlflow;
+using onnx_test::value;
 namespace pb = ::onnx;
 
 namespace {
-
-pb::ValueInfoProto value(const std::string& name, const std::vector<std::int64_t>& dims) {
-    pb::ValueInfoProto v;
-    v.set_name(name);
-    auto* t = v.mutable_type()->mutable_tensor_type();
-    t->set_elem_type(static_cast<int>(DType::Float32));
-    for (auto d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
-    return v;
-}
-
-Tensor ints(const std::vector<std::int64_t>& v) {
-    return Tensor::from_values<std::int64_t>(DType::Int64, Shape{static_cast<std::int64_t>(v.size())}, v);
-}
 
 /// A model whose graph reads input `x` of shape `dims` into one node `op` named "n".
 struct OneNodeModel {
@@ -382,7 +372,8 @@ TEST_CASE("ReduceSum takes its axes as a constant input from opset 13, with noop
 
 namespace {
 
-Tensor floats(const Shape& shape, std::vector<float> values) { return Tensor::from_floats(shape, std::move(values)); }
+/// A float tensor of `shape` holding `values`.
+Tensor shaped_floats(const Shape& shape, std::vector<float> values) { return Tensor::from_floats(shape, std::move(values)); }
 
 /// The op types of a graph's core and opaque nodes (no sources), in id order.
 std::vector<std::string> graph_ops(const Graph& g) {
@@ -396,7 +387,7 @@ std::vector<std::string> graph_ops(const Graph& g) {
 
 TEST_CASE("Resize with constant scales or sizes is a core op, written back with what ONNX Runtime sizes the same") {
     OneNodeModel up(13, "Resize", {1, 1, 2, 2});
-    up.constant_input("roi", floats({0}, {})).constant_input("scales", floats({4}, {1, 1, 2, 2}));
+    up.constant_input("roi", shaped_floats({0}, {})).constant_input("scales", shaped_floats({4}, {1, 1, 2, 2}));
     up.attribute("mode", std::string("nearest")).attribute("coordinate_transformation_mode", std::string("asymmetric"));
     up.attribute("nearest_mode", std::string("floor")).output("y", {1, 1, 4, 4});
     const Graph g = onnx_io::import_model(up.model, {}, "up.onnx");
@@ -412,7 +403,7 @@ TEST_CASE("Resize with constant scales or sizes is a core op, written back with 
     // 11 -> 13 by sizes: the scale 13/11 in float32 times 11 truncates to 12, so sizes are
     // written (ONNX Runtime would size the output 12 from those scales).
     OneNodeModel odd(13, "Resize", {1, 11});
-    odd.constant_input("roi", floats({0}, {})).constant_input("scales", floats({0}, {}));
+    odd.constant_input("roi", shaped_floats({0}, {})).constant_input("scales", shaped_floats({0}, {}));
     odd.constant_input("sizes", ints({1, 13})).attribute("mode", std::string("linear")).output("y", {1, 13});
     const Graph o = onnx_io::import_model(odd.model, {}, "odd.onnx");
     REQUIRE(imported_node(o).op == OpKind::Resize);
@@ -428,22 +419,22 @@ TEST_CASE("Resize with constant scales or sizes is a core op, written back with 
     // Forms the core op lacks stay opaque: cubic, tf_crop_and_resize, antialias, Resize-10.
     for (const auto& [attribute, text] : {std::pair{"mode", "cubic"}, std::pair{"coordinate_transformation_mode", "tf_crop_and_resize"}}) {
         OneNodeModel m(13, "Resize", {1, 1, 2, 2});
-        m.constant_input("roi", floats({0}, {})).constant_input("scales", floats({4}, {1, 1, 2, 2}));
+        m.constant_input("roi", shaped_floats({0}, {})).constant_input("scales", shaped_floats({4}, {1, 1, 2, 2}));
         m.attribute(attribute, std::string(text)).output("y", {1, 1, 4, 4});
         CHECK(imported_node(onnx_io::import_model(m.model, {}, "m.onnx")).op == OpKind::Opaque);
     }
     OneNodeModel smooth(18, "Resize", {1, 1, 4, 4});
-    smooth.constant_input("roi", floats({0}, {})).constant_input("scales", floats({4}, {1, 1, 0.5f, 0.5f}));
+    smooth.constant_input("roi", shaped_floats({0}, {})).constant_input("scales", shaped_floats({4}, {1, 1, 0.5f, 0.5f}));
     smooth.attribute("mode", std::string("linear")).attribute("antialias", std::int64_t{1}).output("y", {1, 1, 2, 2});
     CHECK(imported_node(onnx_io::import_model(smooth.model, {}, "smooth.onnx")).op == OpKind::Opaque);
     OneNodeModel ten(10, "Resize", {1, 1, 2, 2});
-    ten.constant_input("scales", floats({4}, {1, 1, 2, 2})).output("y", {1, 1, 4, 4});
+    ten.constant_input("scales", shaped_floats({4}, {1, 1, 2, 2})).output("y", {1, 1, 4, 4});
     CHECK(imported_node(onnx_io::import_model(ten.model, {}, "ten.onnx")).op == OpKind::Opaque);
 }
 
 TEST_CASE("InstanceNormalization imports as a core op and round-trips") {
     OneNodeModel m(13, "InstanceNormalization", {1, 2, 2});
-    m.constant_input("scale", floats({2}, {2, 3})).constant_input("bias", floats({2}, {1, -1}));
+    m.constant_input("scale", shaped_floats({2}, {2, 3})).constant_input("bias", shaped_floats({2}, {1, -1}));
     m.float_attribute("epsilon", 0.0f).output("y", {1, 2, 2});
     const Graph g = onnx_io::import_model(m.model, {}, "in.onnx");
     REQUIRE(imported_node(g).op == OpKind::InstanceNormalization);
@@ -458,7 +449,7 @@ TEST_CASE("an Einsum that is a matrix product imports as MatMul between transpos
     std::vector<float> w(40);
     for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 7) - 3.0f;
     OneNodeModel m(13, "Einsum", {2, 3, 4});
-    m.constant_input("w", floats(ws, w)).attribute("equation", std::string("bqd, bkd -> bqk")).output("y", {2, 3, 5});
+    m.constant_input("w", shaped_floats(ws, w)).attribute("equation", std::string("bqd, bkd -> bqk")).output("y", {2, 3, 5});
     const Graph g = onnx_io::import_model(m.model, {}, "einsum.onnx");
     CHECK(graph_statistics(g).opaque_nodes == 0);
     CHECK(graph_ops(g) == std::vector<std::string>{"Transpose", "MatMul"});
@@ -474,7 +465,7 @@ TEST_CASE("an Einsum that is a matrix product imports as MatMul between transpos
 
     // Several row letters and an output in another order: y[j, i, k] = sum_c x[i, j, c] v[c, k].
     OneNodeModel grouped(13, "Einsum", {2, 3, 4});
-    grouped.constant_input("v", floats({4, 2}, {1, 0, 0, 1, 1, 1, 2, -1})).attribute("equation", std::string("ijc,ck->jik"));
+    grouped.constant_input("v", shaped_floats({4, 2}, {1, 0, 0, 1, 1, 1, 2, -1})).attribute("equation", std::string("ijc,ck->jik"));
     grouped.output("y", {3, 2, 2});
     const Graph gg = onnx_io::import_model(grouped.model, {}, "grouped.onnx");
     CHECK(graph_statistics(gg).opaque_nodes == 0);
@@ -487,7 +478,7 @@ TEST_CASE("an Einsum that is a matrix product imports as MatMul between transpos
     // A trace, a letter summed over one operand, an implicit output: opaque.
     for (const char* equation : {"bqd,bkd", "bqd,bkx->bqk", "bqd,bkd->bqkz"}) {
         OneNodeModel odd(13, "Einsum", {2, 3, 4});
-        odd.constant_input("w", floats(ws, w)).attribute("equation", std::string(equation)).output("y", {2, 3, 5});
+        odd.constant_input("w", shaped_floats(ws, w)).attribute("equation", std::string(equation)).output("y", {2, 3, 5});
         CAPTURE(equation);
         CHECK(imported_node(onnx_io::import_model(odd.model, {}, "odd.onnx")).op == OpKind::Opaque);
     }
@@ -511,7 +502,7 @@ TEST_CASE("Gelu imports from opset 20, is written before it as the Erf form, whi
     // The pattern as core ops computes the same bits as the fused op.
     Graph plain;
     const TensorRef x{plain.add_input("x", TensorType{DType::Float32, Shape{2, 3}}), 0};
-    const auto scalar = [&](float v) { return TensorRef{plain.add_constant("c" + std::to_string(v), floats({}, {v})), 0}; };
+    const auto scalar = [&](float v) { return TensorRef{plain.add_constant("c" + std::to_string(v), shaped_floats({}, {v})), 0}; };
     const NodeId d = plain.add_node(OpKind::Div, {x, scalar(static_cast<float>(std::sqrt(2.0)))});
     const NodeId e = plain.add_node(OpKind::Erf, {{d, 0}});
     const NodeId a = plain.add_node(OpKind::Add, {scalar(1.0f), {e, 0}});
@@ -538,7 +529,7 @@ TEST_CASE("ConvTranspose with explicit pads imports as a core op; output_shape a
     std::vector<float> weight(2 * 3 * 2 * 2);
     for (std::size_t i = 0; i < weight.size(); ++i) weight[i] = static_cast<float>(i % 5) - 2.0f;
     OneNodeModel m(13, "ConvTranspose", {1, 2, 3, 3});
-    m.constant_input("w", floats({2, 3, 2, 2}, weight)).attribute("strides", std::vector<std::int64_t>{2, 2});
+    m.constant_input("w", shaped_floats({2, 3, 2, 2}, weight)).attribute("strides", std::vector<std::int64_t>{2, 2});
     m.attribute("output_padding", std::vector<std::int64_t>{1, 0}).output("y", {1, 3, 7, 6});
     const Graph g = onnx_io::import_model(m.model, {}, "deconv.onnx");
     const Node& n = imported_node(g);
@@ -554,11 +545,11 @@ TEST_CASE("ConvTranspose with explicit pads imports as a core op; output_shape a
     CHECK(run_on_counting_input(onnx_io::import_model(onnx_io::export_model(g))) == values);
 
     OneNodeModel shaped(13, "ConvTranspose", {1, 2, 3, 3});
-    shaped.constant_input("w", floats({2, 3, 2, 2}, weight)).attribute("output_shape", std::vector<std::int64_t>{6, 6});
+    shaped.constant_input("w", shaped_floats({2, 3, 2, 2}, weight)).attribute("output_shape", std::vector<std::int64_t>{6, 6});
     shaped.output("y", {1, 3, 6, 6});
     CHECK(imported_node(onnx_io::import_model(shaped.model, {}, "shaped.onnx")).op == OpKind::Opaque);
     OneNodeModel same(13, "ConvTranspose", {1, 2, 3, 3});
-    same.constant_input("w", floats({2, 3, 2, 2}, weight)).attribute("auto_pad", std::string("SAME_UPPER"));
+    same.constant_input("w", shaped_floats({2, 3, 2, 2}, weight)).attribute("auto_pad", std::string("SAME_UPPER"));
     same.output("y", {1, 3, 3, 3});
     CHECK(imported_node(onnx_io::import_model(same.model, {}, "same.onnx")).op == OpKind::Opaque);
 }

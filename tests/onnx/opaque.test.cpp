@@ -1,5 +1,6 @@
 // What stays opaque after import, and why: the importer's repeated fold-and-infer passes,
 // the size limit on folded values, and the reasons `rlflow info` gives.
+#include "../tensor_types.hpp"
 #include <rlflow/core/statistics.hpp>
 #include <rlflow/onnx/import.hpp>
 #include <rlflow/onnx/opaque.hpp>
@@ -14,10 +15,6 @@ using namespace rlflow;
 using onnx_test::ModelBuilder;
 
 namespace {
-
-Tensor ints(const std::vector<std::int64_t>& v) {
-    return Tensor::from_values<std::int64_t>(DType::Int64, Shape{static_cast<std::int64_t>(v.size())}, v);
-}
 
 std::size_t count_op(const Graph& g, std::string_view label) {
     return static_cast<std::size_t>(

@@ -1,4 +1,5 @@
 // Import/export round trips, lossless pass-through of unknown ops, and error reporting.
+#include "model_builder.hpp"
 #include <rlflow/core/canonical.hpp>
 #include <rlflow/core/random.hpp>
 #include <rlflow/core/statistics.hpp>
@@ -15,6 +16,7 @@
 #include <filesystem>
 
 using namespace rlflow;
+using onnx_test::value;
 namespace pb = ::onnx;
 
 namespace {
@@ -28,15 +30,6 @@ float max_abs_difference(const std::vector<Tensor>& a, const std::vector<Tensor>
             worst = std::max(worst, std::abs(a[i].floats()[j] - b[i].floats()[j]));
     }
     return worst;
-}
-
-pb::ValueInfoProto value(const std::string& name, std::vector<std::int64_t> dims, int elem = 1) {
-    pb::ValueInfoProto v;
-    v.set_name(name);
-    auto* t = v.mutable_type()->mutable_tensor_type();
-    t->set_elem_type(elem);
-    for (auto d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
-    return v;
 }
 
 pb::NodeProto& node(pb::GraphProto& g, const std::string& op, std::vector<std::string> in, std::vector<std::string> out,

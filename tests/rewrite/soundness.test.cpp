@@ -1,12 +1,10 @@
-#include <rlflow/models/zoo.hpp>
+#include "support.hpp"
+
 #include <rlflow/rewrite/soundness.hpp>
 
-#include <doctest/doctest.h>
-
-using namespace rlflow;
+using namespace rewrite_test;
 
 namespace {
-TensorType f32(Shape s) { return {DType::Float32, s}; }
 
 /// y = relu(x @ w + b)
 Graph dense(bool fused_as_gemm) {

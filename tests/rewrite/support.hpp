@@ -3,6 +3,7 @@
 // the built-in rule set, small graph builders, and running a graph with its weights
 // attached.
 
+#include "../tensor_types.hpp"
 #include <rlflow/exec.hpp>
 #include <rlflow/models/zoo.hpp>
 #include <rlflow/rewrite.hpp>
@@ -19,7 +20,7 @@ using namespace rlflow;
 using rewrite::Location;
 using rewrite::RuleSet;
 
-inline TensorType f32(const Shape& s) { return {DType::Float32, s}; }
+using ::f32;
 
 /// The built-in rules, built once.
 inline const std::shared_ptr<const RuleSet>& builtin() {

@@ -1,5 +1,7 @@
 // The graph-rewriting environment (rl/env.hpp, rl/observation.hpp) and the action space
 // (rl/action_space.hpp) on zoo graphs priced by the analytic cpu preset.
+#include "small_graphs.hpp"
+
 #include <rlflow/cost/analytic.hpp>
 #include <rlflow/models/zoo.hpp>
 #include <rlflow/rewrite/builtin_rules.hpp>
@@ -15,13 +17,9 @@
 #include <vector>
 
 using namespace rlflow;
+using rlflow::test::builtin;
 
 namespace {
-
-std::shared_ptr<const rewrite::RuleSet> builtin() {
-    static const auto rules = std::make_shared<const rewrite::RuleSet>(rewrite::builtin_rules());
-    return rules;
-}
 
 cost::CostModel<cost::AnalyticBackend> analytic_cpu() { return cost::CostModel<cost::AnalyticBackend>{cost::AnalyticBackend::preset("cpu")}; }
 

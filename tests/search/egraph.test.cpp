@@ -2,6 +2,7 @@
 // hash-consing, unions, congruence after rebuilding, the constant analysis, and a round
 // trip from a graph to an e-graph and back.
 
+#include "../tensor_types.hpp"
 #include <rlflow/core/canonical.hpp>
 #include <rlflow/exec.hpp>
 #include <rlflow/models/zoo.hpp>
@@ -21,7 +22,6 @@ using search::ENode;
 
 namespace {
 
-TensorType f32(const Shape& s) { return {DType::Float32, s}; }
 
 /// A fixed e-node standing for input graph node `id`.
 ENode leaf(std::uint32_t id, OpKind op = OpKind::Input) {

@@ -4,6 +4,7 @@
 // finds sharing between classes and never makes a choice costlier or cyclic; cycles in
 // the e-graph never reach a graph.
 
+#include "../tensor_types.hpp"
 #include <rlflow/cost.hpp>
 #include <rlflow/exec.hpp>
 #include <rlflow/rewrite.hpp>
@@ -29,7 +30,6 @@ using search::ENodeId;
 
 namespace {
 
-TensorType f32(const Shape& s) { return {DType::Float32, s}; }
 
 /// The sum of the prices of the e-nodes `choice` reaches from `roots` (each once), or
 /// infinity when the choice has a cycle.
