@@ -1,4 +1,4 @@
-// The graph-rewriting environment (rl/env.hpp) with the analytic cpu preset and the
+// The graph-rewriting environment (rl/env/env.hpp) with the analytic cpu preset and the
 // built-in rules:
 // - env_step: one step with a random allowed action (apply the rewrite, update the masks,
 //   re-price the touched nodes, build the observation: features with op costs, the
@@ -16,7 +16,7 @@
 // - train_update: one update of the model-free trainer (a 128-step rollout over two
 //   environments of the graph, then the PPO update) on 1 or 2 threads. Items are real
 //   environment steps: the training speed with the analytic cost.
-// - dream_step: steps of the model-based agent's dream (rl/dream.hpp) at batch 1 and 64,
+// - dream_step: steps of the model-based agent's dream (rl/model_based/dream.hpp) at batch 1 and 64,
 //   default sizes (z 32, LSTM 256, 8 Gaussians), BERT's training action space: the
 //   controller's choice, M's step and its heads, on the frozen host copies, with the
 //   inputs stored for PPO. Items are dream steps (rows x steps).
@@ -65,13 +65,13 @@ void env_step(benchmark::State& state, const std::string& model, bool gains) {
     cost::CostModel<cost::AnalyticBackend> costs(cost::AnalyticBackend::preset("cpu"));
     rl::GraphEnv env(rules(), costs, {.one_step_gains = gains});
     rl::Observation o = env.reset(g);
-    std::mt19937_64 rng(0);
+    Rng rng(0);
     for (auto _ : state) {
-        rl::Action a = rl::random_rewrite(o, rng);
+        rl::Action a = rl::random_action(o, rng);
         if (a.xfer == o.num_xfers || env.done()) {
             state.PauseTiming();
             o = env.reset(g);
-            a = rl::random_rewrite(o, rng);
+            a = rl::random_action(o, rng);
             state.ResumeTiming();
         }
         rl::StepResult s = env.step(a);
@@ -144,7 +144,7 @@ void ppo_update(benchmark::State& state, const std::string& model, unsigned jobs
 
 void train_update(benchmark::State& state, const std::string& model, unsigned jobs) {
     cost::CostModel<cost::AnalyticBackend> costs(cost::AnalyticBackend::preset("cpu"));
-    rl::AgentState agent;
+    rl::MfAgentState agent;
     agent.rules = rl::rule_names(*rules());
     agent.graphs = {model};
     rl::MfTrainer<Float, cost::AnalyticBackend> trainer({models::build_zoo_model(model)}, rules(), costs, agent, jobs);
@@ -281,12 +281,12 @@ struct Episode {
 
 void ratio_env_step(benchmark::State& state) {
     cost::CostModel<cost::AnalyticBackend> costs(cost::AnalyticBackend::preset("cpu"));
-    std::mt19937_64 rng(0);
+    Rng rng(0);
     const auto step = [&](Episode& e) {  // one step, an episode's reset untimed
-        rl::Action a = rl::random_rewrite(e.o, rng);
+        rl::Action a = rl::random_action(e.o, rng);
         if (a.xfer == e.o.num_xfers || e.env.done()) {
             e.o = e.env.reset(e.g);
-            a = rl::random_rewrite(e.o, rng);
+            a = rl::random_action(e.o, rng);
         }
         std::optional<rl::StepResult> r;
         const double t = seconds([&] { r.emplace(e.env.step(a)); });

@@ -51,7 +51,7 @@ void train(benchmark::State& state) {
     for (const std::string& n : names) graphs.push_back(models::build_zoo_model(n));
     const auto rules = std::make_shared<const rewrite::RuleSet>(rewrite::builtin_rules());
     cost::CostModel<cost::AnalyticBackend> costs(cost::AnalyticBackend::preset("cpu"));
-    rl::AgentState agent;
+    rl::MfAgentState agent;
     agent.rules = rl::rule_names(*rules);
     agent.graphs = names;
     agent.ppo.environments_per_graph = 2;

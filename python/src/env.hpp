@@ -13,7 +13,7 @@
 #include <rlflow/core/random.hpp>
 #include <rlflow/cost.hpp>
 #include <rlflow/cost/ort_backend.hpp>
-#include <rlflow/rl/env.hpp>
+#include <rlflow/rl/env/env.hpp>
 
 #include <atomic>
 

@@ -12,16 +12,12 @@
 #include <string>
 #include <utility>
 
+using rlflow::cli_test::read_file;
 using rlflow::cli_test::Result;
 using rlflow::cli_test::run_cli;
 using rlflow::cli_test::ScratchDir;
 
 namespace {
-
-std::string read_file(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 /// A Python with matplotlib, to run the figure scripts; empty (and "skipped") if none.
 std::string figure_python() {

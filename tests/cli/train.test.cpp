@@ -27,11 +27,6 @@ using namespace rlflow::cli_test;
 
 namespace {
 
-std::string read_file(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 constexpr const char* train_args = "train --graph zoo:squeezenet1_1 zoo:resnet18 --cost analytic --rollout-steps 32 --seed 3";
 
 /// The lines of an agent's train.jsonl, without their timings.

@@ -38,7 +38,13 @@ const std::vector<ModuleDependencies> module_graph = {
     {"synth", {"rewrite"}},
     {"cost", {"exec", "onnx"}},
     {"search", {"rewrite", "cost"}},
-    {"rl", {"search", "nn"}},
+    // The learning agents in layers: the environment and what every agent shares (its
+    // directory, the random policy), the model-free agent, the model-based agent (its
+    // controller is trained by the model-free agent's PPO), and the agents' search.
+    {"rl/env", {"search", "nn"}},
+    {"rl/model_free", {"rl/env"}},
+    {"rl/model_based", {"rl/model_free"}},
+    {"rl", {"rl/model_based"}},
     {"optimize", {"rl"}},
 };
 
@@ -67,13 +73,24 @@ ModuleSet allowed_modules(std::string_view module) {
     return allowed;
 }
 
+/// Whether `module` is a row of the module graph.
+bool in_graph(std::string_view module) {
+    return std::any_of(module_graph.begin(), module_graph.end(), [&](const ModuleDependencies& m) { return m.module == module; });
+}
+
 /// The module of a header named by its path under include/: "rlflow/rewrite/rule.hpp" and
-/// the umbrella "rlflow/rewrite.hpp" are in "rewrite", "rlflow/rlflow.hpp" in "rlflow".
+/// the umbrella "rlflow/rewrite.hpp" are in "rewrite", "rlflow/rlflow.hpp" in "rlflow";
+/// a folder of a module's that is a module of the graph itself is that module
+/// ("rlflow/rl/env/env.hpp" is in "rl/env", "rlflow/rl/agent_search.hpp" in "rl").
 std::string module_of(std::string_view header) {
     constexpr std::string_view root = "rlflow/";
     if (header.substr(0, root.size()) != root) return {};
     const std::string_view rest = header.substr(root.size());
     const std::size_t end = rest.find_first_of("/.");
+    if (end != std::string_view::npos && rest[end] == '/') {
+        const std::size_t folder_end = rest.find('/', end + 1);
+        if (folder_end != std::string_view::npos && in_graph(rest.substr(0, folder_end))) return std::string(rest.substr(0, folder_end));
+    }
     return std::string(rest.substr(0, end));
 }
 
@@ -199,6 +216,13 @@ TEST_CASE("the include checker reports a back edge from the rewrite engine to sy
     REQUIRE(unknown.size() == 1);
     CHECK(unknown[0].why == "module 'mpi' is not in the module graph");
     // The learning agents sit above the searches and nn, and nothing below includes them.
-    CHECK(check_header("rlflow/rl/ppo.hpp", "#include <rlflow/nn/tape.hpp>\n#include <rlflow/search/greedy.hpp>\n").empty());
-    CHECK(check_header("rlflow/search/greedy.hpp", "#include <rlflow/rl/env.hpp>\n").size() == 1);
+    CHECK(check_header("rlflow/rl/model_free/ppo.hpp", "#include <rlflow/nn/tape.hpp>\n#include <rlflow/search/greedy.hpp>\n").empty());
+    CHECK(check_header("rlflow/search/greedy.hpp", "#include <rlflow/rl/env/env.hpp>\n").size() == 1);
+    // Within rl, the layers: the environment knows no agent, the model-free agent no
+    // model-based one.
+    CHECK(check_header("rlflow/rl/env/env.hpp", "#include <rlflow/rl/model_free/policy.hpp>\n").size() == 1);
+    CHECK(check_header("rlflow/rl/model_free/trainer.hpp", "#include <rlflow/rl/model_based/dream.hpp>\n").size() == 1);
+    CHECK(check_header("rlflow/rl/model_based/dream.hpp", "#include <rlflow/rl/model_free/ppo.hpp>\n").empty());
+    CHECK(check_header("rlflow/rl/agent_search.hpp", "#include <rlflow/rl/model_based/policy.hpp>\n").empty());
+    CHECK(check_header("rlflow/rl.hpp", "#include <rlflow/rl/agent_search.hpp>\n").empty());
 }

@@ -6,7 +6,7 @@
 #include <rlflow/core/mpi_communicator.hpp>
 #include <rlflow/cost/analytic.hpp>
 #include <rlflow/nn/backend/eigen.hpp>
-#include <rlflow/rl/mb_trainer.hpp>
+#include <rlflow/rl/model_based/trainer.hpp>
 
 #include "../rl/parameter_gaps.hpp"
 #include "../rl/small_graphs.hpp"

@@ -7,9 +7,9 @@
 #include <rlflow/core/mpi_communicator.hpp>
 #include <rlflow/cost/analytic.hpp>
 #include <rlflow/nn/backend/eigen.hpp>
-#include <rlflow/rl/policy.hpp>
-#include <rlflow/rl/ppo.hpp>
-#include <rlflow/rl/rollout.hpp>
+#include <rlflow/rl/model_free/policy.hpp>
+#include <rlflow/rl/model_free/ppo.hpp>
+#include <rlflow/rl/model_free/rollout.hpp>
 
 #include "../rl/parameter_gaps.hpp"
 #include "../rl/small_graphs.hpp"

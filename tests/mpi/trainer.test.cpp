@@ -7,9 +7,9 @@
 #include <rlflow/core/mpi_communicator.hpp>
 #include <rlflow/cost/analytic.hpp>
 #include <rlflow/nn/backend/eigen.hpp>
-#include <rlflow/rl/action_space.hpp>
-#include <rlflow/rl/agent_file.hpp>
-#include <rlflow/rl/trainer.hpp>
+#include <rlflow/rl/env/action_space.hpp>
+#include <rlflow/rl/model_free/agent_file.hpp>
+#include <rlflow/rl/model_free/trainer.hpp>
 
 #include "../rl/parameter_gaps.hpp"
 #include "../rl/small_graphs.hpp"
@@ -28,8 +28,8 @@ namespace {
 /// (every K-th environment), and the run's segments interleave the ranks'.
 std::vector<Graph> two_graphs() { return {test::two_branches(), test::conv_chain(3)}; }
 
-rl::AgentState small_run(int ranks) {
-    rl::AgentState state;
+rl::MfAgentState small_run(int ranks) {
+    rl::MfAgentState state;
     state.rules = rl::rule_names(*test::builtin());
     state.graphs = {"two branches", "conv chain"};
     state.ppo.rollout_steps = 32;
@@ -54,7 +54,7 @@ void check_same_update(Trainer& a, Trainer& b, const std::vector<std::vector<flo
 TEST_CASE("a trainer over the ranks collects the single-process rollout and makes its update") {
     MpiCommunicator mpi;
     auto model = cost::CostModel<cost::AnalyticBackend>{cost::AnalyticBackend::preset("cpu")};
-    const rl::AgentState state = small_run(mpi.size());
+    const rl::MfAgentState state = small_run(mpi.size());
     Trainer alone(two_graphs(), test::builtin(), model, state);
     Trainer spread(two_graphs(), test::builtin(), model, state, 1, {}, AnyCommunicator(mpi));
     spread.synchronise();
@@ -73,7 +73,7 @@ TEST_CASE("a trainer over the ranks collects the single-process rollout and make
     CHECK(b.stats.policy_loss == doctest::Approx(a.stats.policy_loss).epsilon(1e-4));
     check_same_update(alone, spread, before);
     // Every rank's snapshot is the whole run's.
-    const rl::AgentState sa = alone.snapshot(), sb = spread.snapshot();
+    const rl::MfAgentState sa = alone.snapshot(), sb = spread.snapshot();
     CHECK(sb.episode_actions == sa.episode_actions);
     CHECK(sb.episode_returns == sa.episode_returns);
     CHECK(sb.rng == sa.rng);
@@ -85,15 +85,15 @@ TEST_CASE("a checkpoint of a single-process run resumes over the ranks and conti
     const std::filesystem::path dir = std::filesystem::temp_directory_path() / "rlflow-mpi-resume";
     Trainer alone(two_graphs(), test::builtin(), model, small_run(mpi.size()));
     (void)alone.update();
-    const rl::AgentState saved = alone.snapshot();
+    const rl::MfAgentState saved = alone.snapshot();
     if (mpi.rank() == 0) {
         std::filesystem::remove_all(dir);
-        rl::save_agent(dir, saved, alone.policy().parameters(), &alone.adam());
+        rl::save_mf_agent(dir, saved, alone.policy().parameters(), &alone.adam());
     }
     mpi.barrier();
 
     // Only rank 0 reads the weights; synchronise() gives them, and Adam's state, to all.
-    Trainer resumed(two_graphs(), test::builtin(), model, rl::read_agent_state(dir), 1, {}, AnyCommunicator(mpi));
+    Trainer resumed(two_graphs(), test::builtin(), model, rl::read_mf_agent_state(dir), 1, {}, AnyCommunicator(mpi));
     if (mpi.rank() == 0) rl::load_agent_weights(dir, resumed.policy().parameters(), &resumed.adam());
     resumed.synchronise();
     CHECK(resumed.adam().steps() == alone.adam().steps());
@@ -117,7 +117,7 @@ TEST_CASE("fewer environments than ranks are refused by name") {
         return;
     }
     auto model = cost::CostModel<cost::AnalyticBackend>{cost::AnalyticBackend::preset("cpu")};
-    rl::AgentState state = small_run(mpi.size());
+    rl::MfAgentState state = small_run(mpi.size());
     state.graphs = {"two branches"};
     state.ppo.environments_per_graph = static_cast<std::size_t>(mpi.size()) - 1;
     CHECK_THROWS_WITH_AS(Trainer({test::two_branches()}, test::builtin(), model, state, 1, {}, AnyCommunicator(mpi)),

@@ -5,10 +5,10 @@
 // own backward pass); the central differences are of the value that same function reports.
 #include <rlflow/cost/analytic.hpp>
 #include <rlflow/nn/backend/eigen.hpp>
-#include <rlflow/rl/controller.hpp>
-#include <rlflow/rl/policy.hpp>
-#include <rlflow/rl/ppo.hpp>
-#include <rlflow/rl/world_model.hpp>
+#include <rlflow/rl/model_based/controller.hpp>
+#include <rlflow/rl/model_based/world_model.hpp>
+#include <rlflow/rl/model_free/policy.hpp>
+#include <rlflow/rl/model_free/ppo.hpp>
 
 #include "../nn/gradient_check.hpp"
 #include "small_graphs.hpp"

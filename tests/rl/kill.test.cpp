@@ -9,7 +9,7 @@
 #include <rlflow/nn/backend/eigen.hpp>
 #include <rlflow/onnx/export.hpp>
 #include <rlflow/onnx/import.hpp>
-#include <rlflow/rl/agent_file.hpp>
+#include <rlflow/rl/model_free/agent_file.hpp>
 
 #include <doctest/doctest.h>
 
@@ -44,10 +44,10 @@ struct Files {
 void save_agent_generation(const fs::path& dir, std::size_t g) {
     nn::Parameter<B> a("a", nn::Tensor<B>(Shape{agent_side, agent_side}, static_cast<float>(g)));
     nn::Parameter<B> b("b", nn::Tensor<B>(Shape{agent_side}, static_cast<float>(g)));
-    rl::AgentState state;
+    rl::MfAgentState state;
     state.updates = g;
     state.graphs = {"generation"};
-    rl::save_agent<B>(dir, state, {&a, &b}, nullptr);
+    rl::save_mf_agent<B>(dir, state, {&a, &b}, nullptr);
 }
 
 /// A Relu on [1, k]: one cost-cache entry per k.
@@ -75,7 +75,7 @@ Graph model_generation(std::size_t g) {
 /// file does not load or mixes generations.
 std::size_t agent_generation(const fs::path& dir) {
     if (!fs::exists(rl::agent_json_path(dir))) return 0;
-    const rl::AgentState state = rl::read_agent_state(dir);
+    const rl::MfAgentState state = rl::read_mf_agent_state(dir);
     nn::Parameter<B> a("a", nn::Tensor<B>(Shape{agent_side, agent_side}));
     nn::Parameter<B> b("b", nn::Tensor<B>(Shape{agent_side}));
     rl::load_agent_weights<B>(dir, {&a, &b});

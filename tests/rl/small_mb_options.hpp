@@ -1,7 +1,7 @@
 #pragma once
 // Settings of a small model-based training run (a few dozen real steps, tiny networks),
 // shared by the rl and mpi tests.
-#include <rlflow/rl/mb_trainer.hpp>
+#include <rlflow/rl/model_based/trainer.hpp>
 
 #include <doctest/doctest.h>
 

@@ -21,8 +21,8 @@
 #include "ranks.hpp"
 
 #include <rlflow/optimize.hpp>
-#include <rlflow/rl/agent_file.hpp>
-#include <rlflow/rl/mb_agent_file.hpp>
+#include <rlflow/rl/model_based/agent_file.hpp>
+#include <rlflow/rl/model_free/agent_file.hpp>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -85,17 +85,13 @@ struct EvalAgent {
 inline EvalAgent read_eval_agent(const std::string& dir, const rewrite::RuleSet& library) {
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec)) throw io_error("--agent '" + dir + "': no such directory (give one `rlflow train` wrote)");
-    std::ifstream in(rl::agent_json_path(dir));
-    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-    const std::string format = j.is_object() ? j.value("format", "") : "";
-    if (format == rl::mb_agent_format) {
+    const rl::AgentKind kind = rl::agent_kind(dir);  // names the problem when it holds no agent
+    if (kind == rl::AgentKind::model_based) {
         const rl::MbAgentState s = rl::read_mb_agent_state(dir);
-        rl::AgentState names;
-        names.rules = s.rules;
-        static_cast<void>(rl::agent_rules(names, library, dir));
+        static_cast<void>(rl::agent_rules(s, library, dir));
         return {dir, "mb", s.graphs, s.seconds, s.real_steps};
     }
-    const rl::AgentState s = rl::read_agent_state(dir);  // names the problem when it is neither
+    const rl::MfAgentState s = rl::read_mf_agent_state(dir);
     static_cast<void>(rl::agent_rules(s, library, dir));
     return {dir, "mf", s.graphs, s.seconds, s.env_steps};
 }

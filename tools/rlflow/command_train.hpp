@@ -1,24 +1,24 @@
 #pragma once
 // `rlflow train --agent mf --graph MODEL... --checkpoint DIR`: trains the model-free agent
-// (rl/trainer.hpp) with a progress bar, a JSON line per update in DIR/train.jsonl, and
-// atomic checkpoints (rl/agent_file.hpp) every few updates, on Ctrl-C and at the end;
+// (rl/model_free/trainer.hpp) with a progress bar, a JSON line per update in DIR/train.jsonl, and
+// atomic checkpoints (rl/model_free/agent_file.hpp) every few updates, on Ctrl-C and at the end;
 // `--resume` continues a run exactly where its last checkpoint left it.
 // `rlflow train --agent mb ... [--real-steps N] [--dream-steps N] [--temperature T]`: the
-// model-based agent (rl/mb_trainer.hpp), a JSON line per iteration (real and dream steps,
+// model-based agent (rl/model_based/trainer.hpp), a JSON line per iteration (real and dream steps,
 // the world model's losses, the controller's PPO statistics), checkpoints as above
-// (rl/mb_agent_file.hpp); it does not resume yet.
+// (rl/model_based/agent_file.hpp); it does not resume yet.
 
 #include "command_optimize.hpp"
 #include "model_source.hpp"
 #include "progress.hpp"
 #include "ranks.hpp"
 
-#include <rlflow/optimize.hpp>
 #include <rlflow/core/canonical.hpp>
+#include <rlflow/core/parallel.hpp>
 #include <rlflow/cost.hpp>
 #include <rlflow/cost/ort_backend.hpp>
-#include <rlflow/core/parallel.hpp>
 #include <rlflow/nn/backend/eigen.hpp>
+#include <rlflow/optimize.hpp>
 #include <rlflow/rl.hpp>
 
 #include <CLI/CLI.hpp>
@@ -125,11 +125,11 @@ inline nlohmann::json update_json(const rl::UpdateLog& log, const std::vector<st
 
 /// The agent to train: read from --checkpoint to resume (on the same graphs and rewards),
 /// or made from the options.
-inline rl::AgentState agent_state_for(const TrainOptions& o, const std::string& rewards_from) {
+inline rl::MfAgentState agent_state_for(const TrainOptions& o, const std::string& rewards_from) {
     const std::filesystem::path dir(o.checkpoint);
-    rl::AgentState state;
+    rl::MfAgentState state;
     if (o.resume) {
-        state = rl::read_agent_state(dir);
+        state = rl::read_mf_agent_state(dir);
         if (!o.graphs.empty() && o.graphs != state.graphs)
             throw precondition_error(dir.string() + ": trained on " + join(state.graphs, ", ") + "; resume it on those graphs");
         if (state.cost_backend != rewards_from)
@@ -156,7 +156,7 @@ inline rl::AgentState agent_state_for(const TrainOptions& o, const std::string& 
     state.target = o.trained_for;
     if (!o.init_from.empty()) {
         // The network and its action space are the trained agent's; the rest is this run's.
-        const rl::AgentState from = rl::read_agent_state(o.init_from);
+        const rl::MfAgentState from = rl::read_mf_agent_state(o.init_from);
         state.rules = from.rules;
         state.policy = from.policy;
         state.policy.seed = o.seed;
@@ -344,7 +344,7 @@ inline std::shared_ptr<const rewrite::RuleSet> new_action_space(const TrainOptio
 
 /// The model-free agent's action space: its own rules when it resumes or starts from
 /// another agent (--init-from), else a new one (then written into `state`).
-inline std::shared_ptr<const rewrite::RuleSet> mf_action_space(const TrainOptions& o, rl::AgentState& state, const std::vector<Graph>& graphs,
+inline std::shared_ptr<const rewrite::RuleSet> mf_action_space(const TrainOptions& o, rl::MfAgentState& state, const std::vector<Graph>& graphs,
                                                                bool root) {
     if (o.resume || !o.init_from.empty())
         return std::make_shared<const rewrite::RuleSet>(
@@ -366,14 +366,64 @@ inline bool interrupted_on_any_rank(AnyCommunicator& comm, double& seconds) {
     return on_any_rank(comm, interrupted.load());
 }
 
-/// Whether model-free training stops before another update (interrupted_on_any_rank, then
-/// the limits).
-inline Stop training_stops(const TrainOptions& o, AnyCommunicator& comm, std::size_t updates_end, const rl::AgentState& state,
-                           double& seconds) {
-    if (interrupted_on_any_rank(comm, seconds)) return Stop::by_user;
-    const bool limit_reached = (updates_end > 0 && state.updates >= updates_end) || (o.episodes > 0 && state.episodes >= o.episodes)
-                          || (o.time_limit > 0 && seconds >= o.time_limit);
-    return limit_reached ? Stop::at_limit : Stop::no;
+/// What one step of training (a model-free update, a model-based iteration) reports to
+/// the loop.
+struct TrainingStep {
+    /// The update's or iteration's number (checkpoints are taken every checkpoint_every).
+    std::size_t index = 0;
+    double seconds = 0;
+    /// Its line of train.jsonl; the loop adds the ranks.
+    nlohmann::json line;
+    /// The progress bar's words and count (unless the bar counts seconds).
+    std::string text;
+    std::size_t progress = 0;
+};
+
+/// How the training loop runs.
+struct TrainingLoop {
+    std::filesystem::path dir;
+    bool root = true;
+    int ranks = 1;
+    std::size_t checkpoint_every = 1;
+    /// The bar's label and total; `by_seconds`: it counts rank 0's seconds instead of the
+    /// steps' progress.
+    std::string label;
+    std::size_t total = 0;
+    bool by_seconds = false;
+};
+
+/// The loop both agents' training runs, step after step until Ctrl-C on any rank or
+/// `limit_reached(seconds)` (the same answer on every rank): a line of DIR/train.jsonl per
+/// step (rank 0), the progress bar, `save(seconds)` every checkpoint_every steps and at
+/// the end. SIGINT ends it after the step in flight, which is saved.
+template <class Step, class LimitReached, class Save>
+Stop run_training_loop(const TrainingLoop& loop, AnyCommunicator& comm, Step&& step, LimitReached&& limit_reached, Save&& save) {
+    std::ofstream log;
+    if (loop.root) log.open(loop.dir / "train.jsonl", std::ios::app);
+    RLFLOW_EXPECTS(!loop.root || log.good(), io_error, (loop.dir / "train.jsonl").string() + ": cannot write the training log");
+    ProgressBar bar(loop.label, loop.total, loop.root);
+    interrupted.store(false);
+    const auto previous = std::signal(SIGINT, [](int) { interrupted.store(true); });
+    double seconds = 0;
+    Stop stop = Stop::no;
+    while (stop == Stop::no) {
+        if (interrupted_on_any_rank(comm, seconds)) {
+            stop = Stop::by_user;
+        } else if (limit_reached(seconds)) {
+            stop = Stop::at_limit;
+        } else {
+            TrainingStep done = step();
+            seconds += done.seconds;
+            done.line["ranks"] = loop.ranks;
+            if (loop.root) log << done.line.dump() << "\n" << std::flush;
+            bar.update(loop.by_seconds ? static_cast<std::size_t>(seconds) : done.progress, done.text);
+            if (done.index % loop.checkpoint_every == 0) save(seconds);
+        }
+    }
+    std::signal(SIGINT, previous);
+    bar.finish();
+    save(seconds);
+    return stop;
 }
 
 /// Every rank loads the graphs, the rules and, on --resume or --init-from, the agent's
@@ -385,7 +435,7 @@ void train_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
     cost::CostModel<Backend> model(std::move(backend));
     const LatencyReward<Backend> reward(o, model);
     const std::string rewards_from = reward.source(model.name());
-    rl::AgentState state = agent_state_for(o, rewards_from);
+    rl::MfAgentState state = agent_state_for(o, rewards_from);
     // Measured op prices are shared with optimize through the same cache file.
     const std::optional<std::filesystem::path> cache = opt::cost_cache_path(cost_cache_spec(o.cost_cache), model.name());
     opt::load_cost_cache(model, cache, opt::print_message);
@@ -412,44 +462,35 @@ void train_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
     const std::size_t updates = o.updates == 0 && o.episodes == 0 && o.time_limit == 0 ? default_updates : o.updates;
     const std::size_t first = trainer.state().updates;
     const auto save = [&] {
-        const rl::AgentState snapshot = trainer.snapshot();  // every rank: it gathers the episodes in progress
+        const rl::MfAgentState snapshot = trainer.snapshot();  // every rank: it gathers the episodes in progress
         if (!root) return;
-        rl::save_agent(dir, snapshot, trainer.policy().parameters(), &trainer.adam());
+        rl::save_mf_agent(dir, snapshot, trainer.policy().parameters(), &trainer.adam());
         opt::save_cost_cache(model, cache, !o.cost_cache.empty() && o.cost_cache != "none", opt::print_message);
     };
     if (o.resume && root) trim_training_log(dir / "train.jsonl", "update", first);
-    std::ofstream log;
-    if (root) log.open(dir / "train.jsonl", std::ios::app);
-    RLFLOW_EXPECTS(!root || log.good(), io_error, (dir / "train.jsonl").string() + ": cannot write the training log");
     // The bar runs to the limit that will stop training: updates, episodes or seconds.
     enum class Limit { by_updates, by_episodes, by_seconds };
     const Limit limit = updates > 0 ? Limit::by_updates : o.episodes > 0 ? Limit::by_episodes : Limit::by_seconds;
-    ProgressBar bar(limit == Limit::by_seconds ? "train (s)" : limit == Limit::by_episodes ? "train (episodes)" : "train",
-                    limit == Limit::by_updates    ? first + updates
-                    : limit == Limit::by_episodes ? o.episodes
-                                               : static_cast<std::size_t>(std::ceil(o.time_limit)),
-                    root);
-    interrupted.store(false);
-    const auto previous = std::signal(SIGINT, [](int) { interrupted.store(true); });
-    double seconds = 0;
-    Stop stop = Stop::no;
-    while ((stop = training_stops(o, ranks.comm(), updates > 0 ? first + updates : 0, trainer.state(), seconds)) == Stop::no) {
+    const TrainingLoop loop{.dir = dir, .root = root, .ranks = ranks.size(), .checkpoint_every = o.checkpoint_every,
+                            .label = limit == Limit::by_seconds ? "train (s)" : limit == Limit::by_episodes ? "train (episodes)" : "train",
+                            .total = limit == Limit::by_updates    ? first + updates
+                                     : limit == Limit::by_episodes ? o.episodes
+                                                                   : static_cast<std::size_t>(std::ceil(o.time_limit)),
+                            .by_seconds = limit == Limit::by_seconds};
+    const auto update = [&] {
         const rl::UpdateLog u = trainer.update();
-        seconds += u.seconds;
-        nlohmann::json line = update_json(u, state.graphs);
-        line["ranks"] = ranks.size();
-        if (root) log << line.dump() << "\n";
-        if (root) log.flush();
         char text[112];
         std::snprintf(text, sizeof text, "update %zu, steps %zu, episodes %zu, mean return %.3g", u.update, u.env_steps,
                       u.episodes, u.mean_return);
-        bar.update(limit == Limit::by_updates ? u.update : limit == Limit::by_episodes ? u.episodes : static_cast<std::size_t>(seconds),
-                   text);
-        if (u.update % o.checkpoint_every == 0) save();
-    }
-    std::signal(SIGINT, previous);
-    bar.finish();
-    save();
+        return TrainingStep{.index = u.update, .seconds = u.seconds, .line = update_json(u, state.graphs), .text = text,
+                            .progress = limit == Limit::by_updates ? u.update : u.episodes};
+    };
+    const auto limit_reached = [&](double seconds) {
+        const rl::MfAgentState& now = trainer.state();
+        return (updates > 0 && now.updates >= first + updates) || (o.episodes > 0 && now.episodes >= o.episodes)
+               || (o.time_limit > 0 && seconds >= o.time_limit);
+    };
+    const Stop stop = run_training_loop(loop, ranks.comm(), update, limit_reached, [&](double) { save(); });
     if (root)
         std::printf("%s after %zu updates, %zu environment steps, %zu episodes; agent saved in %s\n",
                     stop == Stop::by_user ? "interrupted" : "done", trainer.state().updates, trainer.state().env_steps,
@@ -509,9 +550,16 @@ void train_mb_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
     options.dream_steps = o.dream_steps;
     options.model.reward_bins = o.reward_bins;
     options.seed = options.model.seed = options.controller.seed = o.seed;
-    rl::MbAgentState state{.rules = rl::rule_names(*rules), .model = options.model, .controller = options.controller, .env = options.env,
-                           .temperature = o.temperature, .cost_backend = reward.source(model.name()),
-                           .target = o.trained_for, .graphs = o.graphs, .seed = o.seed};
+    rl::MbAgentState state;
+    state.rules = rl::rule_names(*rules);
+    state.model = options.model;
+    state.controller = options.controller;
+    state.env = options.env;
+    state.temperature = o.temperature;
+    state.cost_backend = reward.source(model.name());
+    state.target = o.trained_for;
+    state.graphs = o.graphs;
+    state.seed = o.seed;
     const std::vector<std::string> keys = interface_keys(graphs);
     rl::MbTrainer<AgentBackend, Backend> trainer(std::move(graphs), rules, model, options, o.jobs, reward.measure(), ranks.comm());
     trainer.synchronise();
@@ -524,8 +572,7 @@ void train_mb_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
                     state.target.c_str(), join(state.graphs, ", ").c_str(), rules->size(), state.cost_backend.c_str(), o.real_steps, o.dream_steps, o.temperature,
                     spread.c_str());
     std::fflush(stdout);
-    double seconds = 0;
-    const auto save = [&] {
+    const auto save = [&](double seconds) {
         if (!root) return;
         state.real_steps = trainer.real_steps();
         state.dream_steps = trainer.dream_steps();
@@ -534,39 +581,30 @@ void train_mb_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
         rl::save_mb_agent(dir, state, trainer.model(), trainer.controller());
         opt::save_cost_cache(model, cache, !o.cost_cache.empty() && o.cost_cache != "none", opt::print_message);
     };
-    std::ofstream log;
-    if (root) log.open(dir / "train.jsonl", std::ios::app);
-    RLFLOW_EXPECTS(!root || log.good(), io_error, (dir / "train.jsonl").string() + ": cannot write the training log");
     const bool by_seconds = o.time_limit > 0;
-    ProgressBar bar(by_seconds ? "train (s)" : "train (real steps)", by_seconds ? static_cast<std::size_t>(std::ceil(o.time_limit)) : o.real_steps,
-                    root);
-    interrupted.store(false);
-    const auto previous = std::signal(SIGINT, [](int) { interrupted.store(true); });
-    // Every rank decides alike: Ctrl-C on any, the real-step budget (counted over all), rank 0's clock.
-    const auto stops = [&] {
-        return interrupted_on_any_rank(ranks.comm(), seconds) || trainer.done() || (by_seconds && seconds >= o.time_limit);
-    };
-    while (!stops()) {
+    const TrainingLoop loop{.dir = dir, .root = root, .ranks = ranks.size(), .checkpoint_every = o.checkpoint_every,
+                            .label = by_seconds ? "train (s)" : "train (real steps)",
+                            .total = by_seconds ? static_cast<std::size_t>(std::ceil(o.time_limit)) : o.real_steps,
+                            .by_seconds = by_seconds};
+    double elapsed = 0;
+    const auto iterate = [&] {
         const rl::MbLog u = trainer.iterate();
-        seconds += u.model_seconds + u.dream_seconds + u.real_seconds;
-        nlohmann::json line = iteration_json(u, state.graphs);
-        line["elapsed_seconds"] = seconds;
-        line["ranks"] = ranks.size();
-        if (root) log << line.dump() << "\n";
-        if (root) log.flush();
+        ++state.iterations;
         char text[112];
         std::snprintf(text, sizeof text, "iteration %zu, real steps %zu, dream steps %zu, M loss %.3g", u.iteration, u.real_steps,
                       u.dream_steps, u.model.total);
-        bar.update(by_seconds ? static_cast<std::size_t>(seconds) : u.real_steps, text);
-        ++state.iterations;
-        if (u.iteration % o.checkpoint_every == 0) save();
-    }
-    std::signal(SIGINT, previous);
-    bar.finish();
-    save();
+        elapsed += u.model_seconds + u.dream_seconds + u.real_seconds;
+        nlohmann::json line = iteration_json(u, state.graphs);
+        line["elapsed_seconds"] = elapsed;
+        return TrainingStep{.index = u.iteration, .seconds = u.model_seconds + u.dream_seconds + u.real_seconds,
+                            .line = std::move(line), .text = text, .progress = u.real_steps};
+    };
+    // Every rank decides alike: the real-step budget (counted over all), rank 0's clock.
+    const auto limit_reached = [&](double seconds) { return trainer.done() || (by_seconds && seconds >= o.time_limit); };
+    const Stop stop = run_training_loop(loop, ranks.comm(), iterate, limit_reached, save);
     if (root)
         std::printf("%s after %zu iterations, %zu real steps, %zu dream steps, %zu episodes; agent saved in %s\n",
-                    interrupted.load() ? "interrupted" : "done", state.iterations, trainer.real_steps(), trainer.dream_steps(),
+                    stop == Stop::by_user ? "interrupted" : "done", state.iterations, trainer.real_steps(), trainer.dream_steps(),
                     trainer.episodes(), dir.c_str());
     if (reward.latency) write_fastest(*reward.latency, keys, o.graphs, dir);
 }

@@ -124,7 +124,7 @@ inline void note_agent(const OptimizeRequest& r, const std::filesystem::path& di
 
 /// The target the agent of `a` was trained for ("" for an agent saved before targets).
 [[nodiscard]] inline std::string agent_target(const AgentSpec& a) {
-    return a.kind == AgentKind::model_based ? rl::read_mb_agent_state(a.dir).target : rl::read_agent_state(a.dir).target;
+    return rl::read_agent_header(a.dir).target;
 }
 
 /// Rolls out the agent `a` names with `library` holding its rules.
@@ -143,23 +143,17 @@ search::SearchResult agent_search(const OptimizeRequest& r, const AgentSpec& a, 
         out.search = options;
         return out;
     };
-    if (a.kind == AgentKind::model_based) {
-        const rl::MbAgentState state = rl::read_mb_agent_state(a.dir);
+    const auto roll_out = [&](const rl::AgentHeader& state, auto& policy) {
         note_agent(r, a.dir, state.cost_backend, model.name(), state.target, priced_for);
-        rl::AgentState names;
-        names.rules = state.rules;
-        const auto rules = std::make_shared<const rewrite::RuleSet>(rl::agent_rules(names, library, a.dir));
-        rl::LoadedMbAgent<AgentBackend> loaded(state, a.dir);
-        rl::ModelBasedAgent<AgentBackend> agent(loaded.model, loaded.controller, static_cast<std::uint32_t>(state.env.max_locations));
-        return rl::agent_search(g, rules, model, agent, rollouts(state.env));
+        const auto rules = std::make_shared<const rewrite::RuleSet>(rl::agent_rules(state, library, a.dir));
+        return rl::agent_search(g, rules, model, policy, rollouts(state.env));
+    };
+    if (a.kind == AgentKind::model_based) {
+        rl::MbAgent<AgentBackend> agent(a.dir);
+        return roll_out(agent.state, agent.policy);
     }
-    const rl::AgentState state = rl::read_agent_state(a.dir);
-    note_agent(r, a.dir, state.cost_backend, model.name(), state.target, priced_for);
-    const auto rules = std::make_shared<const rewrite::RuleSet>(rl::agent_rules(state, library, a.dir));
-    rl::ActorCritic<AgentBackend> policy(static_cast<std::uint32_t>(rules->size()), static_cast<std::uint32_t>(state.env.max_locations),
-                                         state.policy);
-    rl::load_agent_weights(a.dir, policy.parameters());
-    return rl::agent_search(g, rules, model, policy, rollouts(state.env));
+    rl::MfAgent<AgentBackend> agent(a.dir);
+    return roll_out(agent.state, agent.policy);
 }
 
 /// The search options of a request for graph `g`.

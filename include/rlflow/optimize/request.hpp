@@ -12,6 +12,7 @@
 #include <rlflow/optimize/hooks.hpp>
 #include <rlflow/optimize/target.hpp>
 #include <rlflow/rewrite/rule_set.hpp>
+#include <rlflow/rl/env/agent_dir.hpp>
 #include <rlflow/search/eqsat.hpp>
 
 #include <atomic>
@@ -41,7 +42,7 @@ struct EqsatSpec {
 };
 
 /// Which trained agent rolls out.
-enum class AgentKind : std::uint8_t { model_free, model_based };
+using rl::AgentKind;
 
 /// Where an agent's rollout ends: at the step limit, keeping the cheapest graph met, or
 /// at the agent's NO-OP, as in training.

@@ -8,8 +8,8 @@
 
 #include <rlflow/core/canonical.hpp>
 #include <rlflow/core/random.hpp>
-#include <rlflow/rl/env.hpp>
-#include <rlflow/rl/policy.hpp>
+#include <rlflow/rl/env/env.hpp>
+#include <rlflow/rl/model_free/policy.hpp>
 #include <rlflow/search/search.hpp>
 
 #include <algorithm>
@@ -46,7 +46,7 @@ inline void mask_no_op(Observation& o) {
 }
 
 /// Rolls out `policy`: an ActorCritic, or any agent that acts as one does (act() on a batch
-/// of one observation; ModelBasedAgent), begin_episode() called before each rollout where
+/// of one observation; MbPolicy), begin_episode() called before each rollout where
 /// the agent has one (a recurrent agent clears its state).
 template <class Policy, cost::CostBackend C>
 [[nodiscard]] search::SearchResult agent_search(const Graph& graph, std::shared_ptr<const rewrite::RuleSet> rules,

@@ -1,6 +1,6 @@
 // The symlog scale and its two-hot bins: symexp inverts symlog, a two-hot target's
 // expectation is the value it encodes, and values beyond the range clamp to its ends.
-#include <rlflow/rl/symlog.hpp>
+#include <rlflow/rl/model_based/symlog.hpp>
 
 #include <doctest/doctest.h>
 

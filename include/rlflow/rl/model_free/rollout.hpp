@@ -12,9 +12,9 @@
 #include <rlflow/core/error.hpp>
 #include <rlflow/core/parallel.hpp>
 #include <rlflow/core/random.hpp>
-#include <rlflow/rl/env.hpp>
-#include <rlflow/rl/policy.hpp>
-#include <rlflow/rl/ppo.hpp>
+#include <rlflow/rl/env/env.hpp>
+#include <rlflow/rl/model_free/policy.hpp>
+#include <rlflow/rl/model_free/ppo.hpp>
 
 #include <algorithm>
 #include <cstddef>

@@ -13,10 +13,11 @@
 #include <rlflow/core/error.hpp>
 #include <rlflow/core/random.hpp>
 #include <rlflow/nn/inference.hpp>
-#include <rlflow/rl/controller.hpp>
-#include <rlflow/rl/dream.hpp>
-#include <rlflow/rl/policy.hpp>
-#include <rlflow/rl/world_model.hpp>
+#include <rlflow/rl/env/random_policy.hpp>
+#include <rlflow/rl/model_based/controller.hpp>
+#include <rlflow/rl/model_based/dream.hpp>
+#include <rlflow/rl/model_based/world_model.hpp>
+#include <rlflow/rl/model_free/policy.hpp>
 
 #include <cstdint>
 #include <span>
@@ -25,11 +26,11 @@
 namespace rlflow::rl {
 
 template <nn::TensorBackend B>
-class ModelBasedAgent {
+class MbPolicy {
 public:
     /// An agent over `model` and `controller` (which must outlive it) for observations of
     /// at most `max_locations` locations per xfer.
-    ModelBasedAgent(WorldModel<B>& model, Controller<B>& controller, std::uint32_t max_locations)
+    MbPolicy(WorldModel<B>& model, Controller<B>& controller, std::uint32_t max_locations)
         : m_model(&model), m_controller(&controller), m_max_locations(max_locations) {
         refresh();
         begin_episode();
@@ -54,10 +55,10 @@ public:
 
     /// The action for one observation; advances h.
     [[nodiscard]] Decision act(std::span<const Observation* const> observations, Rng& rng, bool greedy = false) {
-        RLFLOW_EXPECTS(observations.size() == 1, precondition_error, "ModelBasedAgent acts on one observation at a time");
+        RLFLOW_EXPECTS(observations.size() == 1, precondition_error, "MbPolicy acts on one observation at a time");
         const Observation& o = *observations[0];
         RLFLOW_EXPECTS(o.num_xfers == num_xfers() && o.max_locations == m_max_locations, precondition_error,
-                       "ModelBasedAgent: an observation of another action space");
+                       "MbPolicy: an observation of another action space");
         nn::Tape<B> tape;
         nn::NoGrad<B> no_grad(tape);
         typename WorldModel<B>::IndexStore store;
@@ -72,22 +73,13 @@ public:
         m_frozen_controller.logits(zh, gains, logits);
         m_frozen_controller.values(zh, value);
         HostChoice c = choose_masked(std::span<const float>(logits.data(), static_cast<std::size_t>(logits.cols())), o.xfer_mask, rng, greedy);
-        if (!greedy && m_exploration > 0 && rng.uniform() < m_exploration) c.action = uniform_rewrite(o, rng);
+        if (!greedy && m_exploration > 0 && rng.uniform() < m_exploration) c.action = random_xfer(o, rng);
         const Action a{c.action, c.action < num_xfers() ? best_location(o, c.action) : 0};
         advance(tape, encoding, observations, zh.leftCols(latent), a, store);
         return {{a}, {c.log_prob}, {double(value(0, 0))}};
     }
 
 private:
-    /// A valid xfer drawn uniformly (NO-OP only when the mask allows nothing else, or is all it allows).
-    [[nodiscard]] static std::uint32_t uniform_rewrite(const Observation& o, Rng& rng) {
-        std::vector<std::uint32_t> valid;
-        for (std::uint32_t x = 0; x < o.num_xfers; ++x)
-            if (o.xfer_mask[x] != 0) valid.push_back(x);
-        if (valid.empty()) return o.num_xfers;
-        return valid[rng.next() % valid.size()];
-    }
-
     void advance(nn::Tape<B>& tape, const typename WorldModel<B>::Encoding& encoding, std::span<const Observation* const> observations,
                  const nn::HostMatrix& z, Action a, typename WorldModel<B>::IndexStore& store) {
         const std::int32_t row = 0;

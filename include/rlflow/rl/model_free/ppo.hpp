@@ -14,8 +14,8 @@
 #include <rlflow/core/random.hpp>
 #include <rlflow/nn/distributed.hpp>
 #include <rlflow/nn/optim.hpp>
-#include <rlflow/rl/gae.hpp>
-#include <rlflow/rl/policy.hpp>
+#include <rlflow/rl/model_free/gae.hpp>
+#include <rlflow/rl/model_free/policy.hpp>
 
 #include <algorithm>
 #include <array>

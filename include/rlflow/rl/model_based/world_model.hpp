@@ -18,7 +18,7 @@
 ///   summary of the chosen location (the mean latent of the nodes it matched and its
 ///   one-step gain: `summary` projected dims and the gain).
 /// - **Locations.** The dream has no nodes. Both agents' location rule is the same: an
-///   xfer is applied at its location of largest one-step gain (rl/observation.hpp's
+///   xfer is applied at its location of largest one-step gain (rl/env/observation.hpp's
 ///   best_location), the location greedy search takes. The controller chooses *which*
 ///   rewrite, the sequencing that needs lookahead and that a model can predict; M learns
 ///   the transitions of that rule. In the real environment M reads the real location
@@ -31,7 +31,7 @@
 ///   (DreamerV3) so that rare large gains do not swamp the small ones: regressed by
 ///   squared error, or (WorldModelOptions::reward_bins > 0) predicted as logits over
 ///   symlog bins, trained by cross-entropy against the two-hot target and read as the
-///   bins' expectation (rl/symlog.hpp). Both report the point prediction's squared error
+///   bins' expectation (rl/model_based/symlog.hpp). Both report the point prediction's squared error
 ///   on the symlog scale (WorldModelLosses::reward_error), which compares the two.
 ///
 /// Real experience is stored as episodes (RealEpisode); M trains on windows of them by
@@ -45,9 +45,9 @@
 #include <rlflow/nn/mdn.hpp>
 #include <rlflow/nn/ops.hpp>
 #include <rlflow/nn/tape.hpp>
-#include <rlflow/rl/env.hpp>
-#include <rlflow/rl/observation.hpp>
-#include <rlflow/rl/symlog.hpp>
+#include <rlflow/rl/env/env.hpp>
+#include <rlflow/rl/env/observation.hpp>
+#include <rlflow/rl/model_based/symlog.hpp>
 
 #include <algorithm>
 #include <cmath>

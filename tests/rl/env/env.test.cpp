@@ -1,13 +1,13 @@
-// The graph-rewriting environment (rl/env.hpp, rl/observation.hpp) and the action space
-// (rl/action_space.hpp) on zoo graphs priced by the analytic cpu preset.
-#include "small_graphs.hpp"
+// The graph-rewriting environment (rl/env/env.hpp, rl/env/observation.hpp) and the action
+// space (rl/env/action_space.hpp) on zoo graphs priced by the analytic cpu preset.
+#include "../small_graphs.hpp"
 
 #include <rlflow/cost/analytic.hpp>
 #include <rlflow/models/zoo.hpp>
 #include <rlflow/rewrite/builtin_rules.hpp>
-#include <rlflow/rl/action_space.hpp>
-#include <rlflow/rl/env.hpp>
-#include <rlflow/rl/random_agent.hpp>
+#include <rlflow/rl/env/action_space.hpp>
+#include <rlflow/rl/env/env.hpp>
+#include <rlflow/rl/env/random_policy.hpp>
 
 #include <doctest/doctest.h>
 
@@ -35,11 +35,11 @@ TEST_CASE("an episode's rewards sum to the fraction of the input's cost it saved
         rl::Observation o = env.reset(models::build_zoo_model(name));
         const double initial = env.initial_cost_ms();
         CHECK(initial == doctest::Approx(model.graph_cost(env.graph())).epsilon(1e-12));
-        std::mt19937_64 rng(7);
+        Rng rng(7);
         double total = 0;
         std::size_t steps = 0;
         for (;;) {
-            const rl::StepResult s = env.step(rl::random_rewrite(o, rng));
+            const rl::StepResult s = env.step(rl::random_action(o, rng));
             total += s.reward;
             ++steps;
             // The incrementally tracked cost is the graph's cost summed afresh (the same
@@ -91,8 +91,8 @@ TEST_CASE("NO-OP terminates and changes nothing, the step limit truncates, and f
     CHECK_FALSE(first.terminated);
     CHECK_FALSE(first.truncated);
     CHECK(first.info.rule == env.rules()[applicable].name);
-    std::mt19937_64 rng(1);
-    const rl::StepResult second = env.step(rl::random_rewrite(first.observation, rng));
+    Rng rng(1);
+    const rl::StepResult second = env.step(rl::random_action(first.observation, rng));
     CHECK((second.truncated || second.terminated));
     CHECK(env.steps() == 2);
     CHECK_THROWS_AS((void)env.step({noop, 0}), precondition_error);
@@ -180,10 +180,10 @@ TEST_CASE("a graph measure in place of the per-op sum sets the rewards, and NO-O
     rl::Observation o = env.reset(models::build_zoo_model("squeezenet1_1"));
     CHECK(calls == 1);
     CHECK(env.initial_cost_ms() == 0.5 * static_cast<double>(env.graph().num_nodes()));
-    std::mt19937_64 rng(3);
+    Rng rng(3);
     double total = 0;
     for (std::size_t step = 0; step < 3; ++step) {
-        rl::Action a = rl::random_rewrite(o, rng);
+        rl::Action a = rl::random_action(o, rng);
         if (a.xfer == o.num_xfers) a = {0, 0};  // keep rewriting: the NO-OP comes last
         if (o.location_count(a.xfer) == 0) break;
         const rl::StepResult s = env.step(a);
@@ -208,7 +208,7 @@ TEST_CASE("each location's one-step gain is the reward its rewrite earns, scaled
     auto model = analytic_cpu();
     rl::GraphEnv env(builtin(), model, {});
     rl::Observation o = env.reset(models::build_zoo_model("squeezenet1_1"));
-    std::mt19937_64 rng(5);
+    Rng rng(5);
     // The gains are floats: equal to the double rewards within float rounding.
     const double float_tolerance = 1e-5;
     for (int step = 0; step < 3; ++step) {
@@ -227,7 +227,7 @@ TEST_CASE("each location's one-step gain is the reward its rewrite earns, scaled
         CHECK(checked == o.location_gain.size());
         CHECK(some_positive);
         // Probing left the environment as it was: the next step's cost is the graph's.
-        const rl::StepResult s = env.step(rl::random_rewrite(o, rng));
+        const rl::StepResult s = env.step(rl::random_action(o, rng));
         CHECK(s.info.cost_ms == doctest::Approx(model.graph_cost(env.graph())).epsilon(1e-9));
         REQUIRE_FALSE(s.terminated);
         o = s.observation;

@@ -34,8 +34,8 @@
 #include <rlflow/nn/layers.hpp>
 #include <rlflow/nn/ops.hpp>
 #include <rlflow/nn/tape.hpp>
-#include <rlflow/rl/env.hpp>
-#include <rlflow/rl/observation.hpp>
+#include <rlflow/rl/env/env.hpp>
+#include <rlflow/rl/env/observation.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -24,10 +24,10 @@
 #include <rlflow/core/random.hpp>
 #include <rlflow/nn/distributed.hpp>
 #include <rlflow/nn/optim.hpp>
-#include <rlflow/rl/agent_file.hpp>
-#include <rlflow/rl/policy.hpp>
-#include <rlflow/rl/ppo.hpp>
-#include <rlflow/rl/rollout.hpp>
+#include <rlflow/rl/model_free/agent_file.hpp>
+#include <rlflow/rl/model_free/policy.hpp>
+#include <rlflow/rl/model_free/ppo.hpp>
+#include <rlflow/rl/model_free/rollout.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -77,7 +77,7 @@ public:
     /// depend on how many. Rewards come from `measure` when given (GraphEnv::measure_with).
     /// Over the ranks of `comm`, every rank makes its trainer alike (then synchronise()).
     MfTrainer(std::vector<Graph> graphs, std::shared_ptr<const rewrite::RuleSet> rules, cost::CostModel<C>& model,
-              AgentState state, unsigned jobs = 1, const GraphMeasure& measure = {}, AnyCommunicator comm = {})
+              MfAgentState state, unsigned jobs = 1, const GraphMeasure& measure = {}, AnyCommunicator comm = {})
         : m_state(std::move(state)),
           m_comm(comm),
           m_pool(std::make_unique<ThreadPool>(jobs)),
@@ -154,17 +154,17 @@ public:
         return log;
     }
 
-    /// The agent's state now, for save_agent: the whole run's, on every rank (which all
+    /// The agent's state now, for save_mf_agent: the whole run's, on every rank (which all
     /// call it).
-    [[nodiscard]] AgentState snapshot() {
-        AgentState s = m_state;
+    [[nodiscard]] MfAgentState snapshot() {
+        MfAgentState s = m_state;
         s.rng = m_rng.state();
         gather_episodes(s.episode_actions, s.episode_returns);
         s.final_cost_ratio = m_final;
         s.best_cost_ratio = m_best;
         return s;
     }
-    [[nodiscard]] const AgentState& state() const noexcept { return m_state; }
+    [[nodiscard]] const MfAgentState& state() const noexcept { return m_state; }
 
 private:
     /// This rank's share of the run's `total` environments: every size()-th from its rank
@@ -243,7 +243,7 @@ private:
                                    static_cast<std::int64_t>(planned_updates) * std::max<std::int64_t>(per_update, 1))};
     }
 
-    AgentState m_state;
+    MfAgentState m_state;
     AnyCommunicator m_comm;
     std::unique_ptr<ThreadPool> m_pool;
     std::vector<std::size_t> m_share;

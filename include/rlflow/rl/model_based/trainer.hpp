@@ -32,12 +32,13 @@
 #include <rlflow/core/random.hpp>
 #include <rlflow/nn/distributed.hpp>
 #include <rlflow/nn/optim.hpp>
-#include <rlflow/rl/controller.hpp>
-#include <rlflow/rl/dream.hpp>
-#include <rlflow/rl/env.hpp>
-#include <rlflow/rl/mb_agent.hpp>
-#include <rlflow/rl/ppo.hpp>
-#include <rlflow/rl/world_model.hpp>
+#include <rlflow/rl/env/env.hpp>
+#include <rlflow/rl/env/random_policy.hpp>
+#include <rlflow/rl/model_based/controller.hpp>
+#include <rlflow/rl/model_based/dream.hpp>
+#include <rlflow/rl/model_based/policy.hpp>
+#include <rlflow/rl/model_based/world_model.hpp>
+#include <rlflow/rl/model_free/ppo.hpp>
 
 #include <algorithm>
 #include <array>
@@ -206,7 +207,8 @@ public:
             bool ended = false;
             while (taken < mine && !ended) {
                 const Observation* one[] = {&episode.states.back()};
-                const Action a = random ? random_action(*one[0]) : m_agent.act(one, own(), greedy).actions[0];
+                const Action a = random ? random_action(*one[0], own(), {.no_op = m_options.random_noop, .best_location = true})
+                                         : m_agent.act(one, own(), greedy).actions[0];
                 StepResult r = env.step(a);
                 ++taken;
                 episode.actions.push_back(a);
@@ -264,17 +266,6 @@ private:
             if (!std::isnan(ratios[g])) m_final[g] = ratios[g];
             if (!(m_best[g] <= ratios[n + g])) m_best[g] = ratios[n + g];
         }
-    }
-
-    /// The uniformly random masked agent: NO-OP with probability random_noop (always when
-    /// nothing else applies), else a valid xfer drawn uniformly, at its best-gain location.
-    [[nodiscard]] Action random_action(const Observation& o) {
-        std::vector<std::uint32_t> valid;
-        for (std::uint32_t x = 0; x < o.num_xfers; ++x)
-            if (o.xfer_mask[x] != 0) valid.push_back(x);
-        if (valid.empty() || own().uniform() < m_options.random_noop) return {o.num_xfers, 0};
-        const std::uint32_t x = valid[own().next() % valid.size()];
-        return {x, best_location(o, x)};
     }
 
     void store(RealEpisode episode) {
@@ -410,7 +401,7 @@ private:
     Controller<B> m_controller;
     nn::Adam<B> m_model_adam;
     nn::Adam<B> m_controller_adam;
-    ModelBasedAgent<B> m_agent;
+    MbPolicy<B> m_agent;
     Dream m_dream;
     Rng m_rng;
     Rng m_own;

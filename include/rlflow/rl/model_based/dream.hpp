@@ -19,10 +19,10 @@
 #include <rlflow/core/error.hpp>
 #include <rlflow/core/random.hpp>
 #include <rlflow/nn/inference.hpp>
-#include <rlflow/rl/controller.hpp>
-#include <rlflow/rl/ppo.hpp>
-#include <rlflow/rl/symlog.hpp>
-#include <rlflow/rl/world_model.hpp>
+#include <rlflow/rl/model_based/controller.hpp>
+#include <rlflow/rl/model_based/symlog.hpp>
+#include <rlflow/rl/model_based/world_model.hpp>
+#include <rlflow/rl/model_free/ppo.hpp>
 
 #include <cmath>
 #include <cstdint>

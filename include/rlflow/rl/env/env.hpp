@@ -23,7 +23,7 @@
 #include <rlflow/core/error.hpp>
 #include <rlflow/cost/cost_tracker.hpp>
 #include <rlflow/rewrite/location_index.hpp>
-#include <rlflow/rl/observation.hpp>
+#include <rlflow/rl/env/observation.hpp>
 #include <rlflow/search/search_state.hpp>
 
 #include <cstddef>
@@ -58,6 +58,7 @@ struct EnvOptions {
     /// price, probed when it appears and again when a rewrite touches what it read); off,
     /// the gains are all 0 and a step costs apply + masks + cost + features alone.
     bool one_step_gains = true;
+    friend bool operator==(const EnvOptions&, const EnvOptions&) = default;
 };
 
 /// A measure of a whole graph's cost in ms, taking the place of the cost model's per-op

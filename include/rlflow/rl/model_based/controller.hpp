@@ -32,8 +32,8 @@
 #include <rlflow/nn/layers.hpp>
 #include <rlflow/nn/ops.hpp>
 #include <rlflow/nn/tape.hpp>
-#include <rlflow/rl/env.hpp>
-#include <rlflow/rl/policy.hpp>
+#include <rlflow/rl/env/env.hpp>
+#include <rlflow/rl/model_free/policy.hpp>
 
 #include <cmath>
 #include <cstdint>

@@ -1,0 +1,49 @@
+// The agents' search (rl/agent_search.hpp): rollouts go on past the policy's NO-OP to the
+// step limit and keep the cheapest graph met.
+#include "small_graphs.hpp"
+
+#include <rlflow/cost/analytic.hpp>
+#include <rlflow/nn/backend/eigen.hpp>
+#include <rlflow/rl/agent_search.hpp>
+#include <rlflow/rl/model_free/policy.hpp>
+
+#include <doctest/doctest.h>
+
+#include <vector>
+
+using namespace rlflow;
+using Float = nn::backend::Eigen;
+using rlflow::test::builtin;
+using rlflow::test::two_branches;
+
+TEST_CASE("the mf search rolls on past the policy's NO-OP to the step limit, and keeps the cheapest graph met") {
+    auto model = cost::CostModel<cost::AnalyticBackend>{cost::AnalyticBackend::preset("cpu")};
+    rl::AgentSearchOptions options;
+    options.env.step_limit = 6;
+    options.search.budget = 100;
+    const rl::GraphEnv probe(builtin(), model, options.env);
+    rl::ActorCritic<Float> policy(probe.num_xfers(), static_cast<std::uint32_t>(options.env.max_locations), {.seed = 5});
+    // A policy that prefers NO-OP above everything: its xfer head's last bias favours it.
+    const auto params = policy.parameters();
+    const auto bias = std::find_if(params.begin(), params.end(), [](const auto* p) { return p->name == "policy.xfer.1.bias"; });
+    REQUIRE(bias != params.end());
+    std::vector<float> favour_no_op((*bias)->value.to_host());
+    constexpr float strong = 20.0f;
+    favour_no_op.back() = strong;
+    (*bias)->value = nn::Tensor<Float>::from_host((*bias)->value.shape(), std::span<const float>(favour_no_op));
+
+    options.until_limit = false;
+    const search::SearchResult stopped = rl::agent_search(two_branches(), builtin(), model, policy, options);
+    CHECK(stopped.expansions == 1);  // NO-OP at once
+    CHECK(stopped.rewrites.empty());
+    CHECK(stopped.best_cost_ms == doctest::Approx(stopped.initial_cost_ms));
+
+    options.until_limit = true;
+    const search::SearchResult rolled = rl::agent_search(two_branches(), builtin(), model, policy, options);
+    // It rewrote past the NO-OP the policy prefers, until the step limit or until nothing
+    // but NO-OP applied (after merging the two convolutions, nothing does).
+    CHECK(rolled.expansions >= 2);
+    CHECK(rolled.expansions <= options.env.step_limit);
+    CHECK(rolled.best_cost_ms <= stopped.best_cost_ms);
+    CHECK(rolled.best_cost_ms == doctest::Approx(model.graph_cost(rolled.graph)).epsilon(1e-9));
+}
