@@ -53,8 +53,9 @@ struct AgentFormat {
     std::string_view described;
 };
 
-/// 2 (model-free): the heads read one-step gains (policy.gain), and the NO-OP prior is
-/// recorded. 2 (model-based): M predicts the reward's bins.
+/// Version 2 of the model-free format: the heads read one-step gains (policy.gain), and
+/// the NO-OP prior is recorded. Version 2 of the model-based format: the controller adds
+/// a learned multiple of each xfer's gain to its logit and bounds its state term.
 [[nodiscard]] constexpr AgentFormat agent_format(AgentKind kind) noexcept {
     return kind == AgentKind::model_free ? AgentFormat{"rlflow-mf-agent", 2, "an rlflow model-free agent"}
                                          : AgentFormat{"rlflow-mb-agent", 2, "an rlflow model-based agent"};
