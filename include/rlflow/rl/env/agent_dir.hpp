@@ -29,6 +29,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -170,14 +171,14 @@ inline void finish_interrupted_save(const std::filesystem::path& dir, const std:
                               std::string(agent_format(AgentKind::model_based).format) + ")");
 }
 
-/// dir's agent.json, parsed, of `kind`'s format and version, its weights the ones it was
-/// saved with; throws checkpoint_error naming what is wrong (the other kind names the
-/// search that reads it), io_error if unreadable.
-[[nodiscard]] inline nlohmann::json read_agent_json(const std::filesystem::path& dir, AgentKind kind) {
+/// dir's agent.json, parsed, of `kind`'s format (or either kind's, when none is given) and
+/// version, its weights the ones it was saved with; throws checkpoint_error naming what is
+/// wrong (the other kind names the search that reads it), io_error if unreadable.
+[[nodiscard]] inline nlohmann::json read_agent_json(const std::filesystem::path& dir, std::optional<AgentKind> kind) {
     const nlohmann::json j = parse_agent_json(dir);
     const AgentKind found = kind_of(dir, j);
-    const AgentFormat expected = agent_format(kind);
-    if (found != kind)
+    const AgentFormat expected = agent_format(kind.value_or(found));
+    if (found != kind.value_or(found))
         agent_json_error(dir, std::string(agent_format(found).described) + ", not " + std::string(expected.described) +
                                   "; use --search " + std::string(agent_kind_names.name(found)));
     try {
@@ -251,7 +252,7 @@ void commit_agent(const std::filesystem::path& dir, WriteWeights&& write_weights
 /// What the agent in `dir` acts on and where it learned, whatever its kind; its format,
 /// version and weights checked as a load checks them.
 [[nodiscard]] inline AgentHeader read_agent_header(const std::filesystem::path& dir) {
-    return detail::agent_json_as<AgentHeader>(dir, detail::read_agent_json(dir, agent_kind(dir)));
+    return detail::agent_json_as<AgentHeader>(dir, detail::read_agent_json(dir, std::nullopt));
 }
 
 /// The rules of `library` named in `header`, in the agent's order: its action space.
