@@ -1,10 +1,11 @@
 // The graph-rewriting environment (rl/env/env.hpp) with the analytic cpu preset and the
 // built-in rules:
 // - env_step: one step with a random allowed action (apply the rewrite, update the masks,
-//   re-price the touched nodes, build the observation: features with op costs, the
-//   nodes of every location, and every location's one-step gain, the price the working
-//   graph keeps for each action, probed again only where the rewrite touched what it
-//   read; _no_gains: no prices kept). Figures are in docs/scaling.md (the thesis's
+//   re-price the touched nodes, build the observation: features with op costs, kept node
+//   by node and described again only where the rewrite touched the graph, the nodes of
+//   every location, and every location's one-step gain, the price the working graph
+//   keeps for each action, probed again only where the rewrite touched what it read;
+//   _no_gains: no prices kept). Figures are in docs/scaling.md (the thesis's
 //   environment took 850 ms). Episodes are reset outside the timed region when no
 //   rewrite is left or the step limit is reached. Items are steps.
 // - env_reset: starting an episode (index every rule's locations, price every node).

@@ -1,5 +1,7 @@
 #pragma once
 // Small graphs and the built-in rules, shared by the rl tests.
+#include <rlflow/cost/analytic.hpp>
+#include <rlflow/cost/cost_model.hpp>
 #include <rlflow/exec/random.hpp>
 #include <rlflow/rewrite/builtin_rules.hpp>
 
@@ -12,6 +14,11 @@ namespace rlflow::test {
 inline std::shared_ptr<const rewrite::RuleSet> builtin() {
     static const auto rules = std::make_shared<const rewrite::RuleSet>(rewrite::builtin_rules());
     return rules;
+}
+
+/// The analytic price model of the cpu preset, which the environment tests price by.
+inline cost::CostModel<cost::AnalyticBackend> analytic_cpu() {
+    return cost::CostModel<cost::AnalyticBackend>{cost::AnalyticBackend::preset("cpu")};
 }
 
 /// Two 3x3 convolutions of one input, each followed by Relu, added: rewrites fuse the

@@ -76,6 +76,8 @@ TEST_CASE("a search state's kept prices equal fresh probes along a walk of rewri
         const Graph g = models::build_zoo_model(name);
         CostModel<AnalyticBackend> model;
         search::SearchState<AnalyticBackend> state(g, rules(), model);
+        // Probing every action left the running total as the tracker first summed it.
+        CHECK(state.cost() == cost::CostTracker<AnalyticBackend>(model, g).total());
         check_prices_fresh(state, model);
         std::size_t probe_everything = state.priced_actions();  // what probing every action at every step costs
         Rng rng(7);
@@ -143,4 +145,20 @@ TEST_CASE("edits synced at once leave the state as edits synced one by one") {
         CHECK(i->second == doctest::Approx(j->second).epsilon(1e-9));
     }
     check_prices_fresh(batched, model);
+}
+
+TEST_CASE("a state kept without its structure hash edits and prices alike, and refuses to give a hash") {
+    const Graph g = models::build_zoo_model("squeezenet1_1");
+    CostModel<AnalyticBackend> model;
+    search::SearchState<AnalyticBackend> hashed(g, rules(), model);
+    search::SearchState<AnalyticBackend> unhashed(g, rules(), model, {.hash = false});
+    CHECK_THROWS_AS((void)unhashed.hash(), precondition_error);
+    Rng rng(3);
+    for (int step = 0; step < 4; ++step) {
+        const auto [rule, where] = random_action(hashed, rng);
+        (void)hashed.apply(rule, where);
+        (void)unhashed.apply(rule, where);
+        CHECK(unhashed.cost() == hashed.cost());
+        CHECK(kept_prices(unhashed) == kept_prices(hashed));
+    }
 }

@@ -95,9 +95,10 @@ public:
         probe.name = name.empty() ? default_name(op, probe.id) : name;
         check_inputs(probe, inputs);
         const std::vector<TensorType> in_types = types_of(inputs);
-        traits.normalize(attributes, in_types, probe.describe());
-        check_attributes(probe.describe(), traits, attributes);
-        const std::vector<TensorType> out = traits.infer(OpContext{attributes, in_types, {}, probe.describe()});
+        const std::string where = probe.describe();
+        traits.normalize(attributes, in_types, where);
+        check_attributes(where, traits, attributes);
+        const std::vector<TensorType> out = traits.infer(OpContext{attributes, in_types, {}, where});
         return append(make_node(op, std::move(probe.name), std::move(inputs), std::move(attributes), out));
     }
     /// Adds an op rlflow does not interpret, with the output types its importer found.

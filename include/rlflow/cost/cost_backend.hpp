@@ -104,10 +104,19 @@ concept BatchCostBackend = CostBackend<B> && requires(B& backend, std::span<cons
     { backend.op_costs_ms(ops) } -> std::convertible_to<std::vector<double>>;
 };
 
+/// Appends to `w` the bytes that identify a signature for caching (signature_key), so
+/// that a caller pricing many ops reuses one buffer.
+inline void write_signature_key(rlflow::detail::ByteWriter& w, const OpSignature& op);
+
 /// The bytes that identify a signature for caching: op, attributes, types, which inputs
 /// are constant and the values of small constants.
 [[nodiscard]] inline std::string signature_key(const OpSignature& op) {
     rlflow::detail::ByteWriter w;
+    write_signature_key(w, op);
+    return w.take();
+}
+
+inline void write_signature_key(rlflow::detail::ByteWriter& w, const OpSignature& op) {
     w.u64(static_cast<std::uint64_t>(op.op));
     for (const auto types : {op.inputs, op.outputs}) {
         w.u64(types.size());
@@ -125,7 +134,6 @@ concept BatchCostBackend = CostBackend<B> && requires(B& backend, std::span<cons
         w.str(name);
         rlflow::detail::encode_attribute_value(w, value);
     }
-    return w.take();
 }
 
 }  // namespace rlflow::cost

@@ -16,6 +16,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <optional>
 #include <span>
@@ -48,10 +49,12 @@ public:
     /// price differently.
     [[nodiscard]] double node_cost(const Graph& g, const Node& n, std::span<const char> constant = {}) {
         if (n.traits().has(op_flag_source)) return 0.0;
-        const Signature s(g, n, constant);
+        Signature& s = m_scratch[0];  // reused: pricing a node allocates nothing once warm
+        s.assign(g, n, constant);
         if constexpr (ContextCostBackend<Backend>) {
             if (const auto head = fusion_head(g, n, constant)) {
-                const Signature producer(g, g.node(head->node), constant);
+                Signature& producer = m_scratch[1];
+                producer.assign(g, g.node(head->node), constant);
                 const OpSignature alone = producer.view();
                 OpSignature pair = s.view();
                 pair.producer = &alone;
@@ -169,7 +172,7 @@ public:
         std::ifstream in(path, std::ios::binary);
         if (!in) return false;
         const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-        std::unordered_map<std::string, double> entries;
+        Cache entries;
         if (!parse_cache(bytes, entries)) return false;
         m_cache.merge(entries);
         return true;
@@ -178,10 +181,17 @@ public:
     /// A node's signature with the storage its views point into (what a backend is asked
     /// to price for node `n` of `g`).
     struct Signature {
-        Signature(const Graph& g, const Node& n, std::span<const char> constant)
-            : node(&n), inputs(g.types_of(n.inputs)) {
-            outputs.reserve(n.outputs.size());
+        Signature() = default;
+        Signature(const Graph& g, const Node& n, std::span<const char> constant) { assign(g, n, constant); }
+        /// Becomes node `n`'s signature, reusing the storage it has.
+        void assign(const Graph& g, const Node& n, std::span<const char> constant) {
+            node = &n;
+            inputs.clear();
+            for (const TensorRef& in : n.inputs) inputs.push_back(in.present() ? g.type(in) : TensorType{DType::Undefined, {}});
+            outputs.clear();
             for (const auto& o : n.outputs) outputs.push_back(o.type);
+            constant_inputs.clear();
+            constant_values.clear();
             if (constant.empty()) return;
             for (const TensorRef& in : n.inputs) {
                 const bool known = in.present() && constant[in.node.value];
@@ -194,7 +204,7 @@ public:
         [[nodiscard]] OpSignature view() const {
             return OpSignature{node->op, node->attributes, inputs, outputs, constant_inputs, constant_values};
         }
-        const Node* node;
+        const Node* node = nullptr;
         std::vector<TensorType> inputs;
         std::vector<TensorType> outputs;
         std::vector<char> constant_inputs;
@@ -202,6 +212,14 @@ public:
     };
 
 private:
+    /// Hashes a key as a string_view, so that a key written into a reused buffer is looked
+    /// up without a copy.
+    struct KeyHash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view key) const noexcept { return rlflow::detail::table_hash(key); }
+    };
+    using Cache = std::unordered_map<std::string, double, KeyHash, std::equal_to<>>;
+
     /// A price, and whether it is that of the op's canonical form (CanonicalCostBackend).
     struct Priced {
         double ms = 0;
@@ -211,10 +229,12 @@ private:
     [[nodiscard]] Priced priced(const OpSignature& op) {
         if constexpr (CanonicalCostBackend<Backend>)
             if (const std::optional<OwnedSignature> form = m_backend.canonical(op)) return {priced(form->view()).ms, true};
-        std::string key = signature_key(op);
+        m_key.clear();
+        write_signature_key(m_key, op);
+        const std::string_view key = m_key.data();
         if (const auto it = m_cache.find(key); it != m_cache.end()) return {it->second, false};
         const double ms = static_cast<double>(m_backend.op_cost_ms(op));
-        m_cache.emplace(std::move(key), ms);
+        m_cache.emplace(std::string(key), ms);
         return {ms, false};
     }
 
@@ -222,7 +242,7 @@ private:
     static constexpr std::string_view cache_magic = "rlflow-cost-cache";
 
     /// Reads a cache file; false unless it is intact and for this backend and version.
-    [[nodiscard]] bool parse_cache(const std::string& bytes, std::unordered_map<std::string, double>& out) const {
+    [[nodiscard]] bool parse_cache(const std::string& bytes, Cache& out) const {
         constexpr std::size_t checksum_bytes = sizeof(std::uint64_t);
         if (bytes.size() < checksum_bytes) return false;
         const std::string_view body(bytes.data(), bytes.size() - checksum_bytes);
@@ -240,7 +260,10 @@ private:
     }
 
     Backend m_backend;
-    std::unordered_map<std::string, double> m_cache;
+    Cache m_cache;
+    /// Scratch for node_cost and priced: a node's signature, its fusion head's, and a key.
+    Signature m_scratch[2];
+    rlflow::detail::ByteWriter m_key;
 };
 
 }  // namespace rlflow::cost

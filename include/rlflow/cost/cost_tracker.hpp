@@ -37,6 +37,8 @@ public:
     void update(const Graph& graph, std::span<const NodeId> touched) {
         m_change = 0;
         m_repriced.clear();
+        m_was.clear();
+        m_total_before = m_total;
         m_updating = true;
         if (graph.id_bound() > m_cost.size()) {
             m_cost.resize(graph.id_bound(), 0.0);
@@ -57,6 +59,7 @@ public:
             // A node priced before whose weight-only status holds cannot change its consumers'.
             const std::optional<char> was = m_tracked[id.value] ? std::optional(m_constant[id.value]) : std::nullopt;
             if (m_tracked[id.value]) untrack(id);
+            remember(id);
             m_constant[id.value] = weight_only(n);
             track(graph, n);
             // A fusion head's consumers may be priced in its context (ContextCostBackend).
@@ -69,6 +72,23 @@ public:
                         work.push_back(u.node);
         }
         m_updating = false;
+    }
+
+    /// Returns the tracker to what it was before the last update(), bit for bit, once the
+    /// graph is back as it was then (the edits the update followed undone): what a probe
+    /// of a rewrite's price does instead of pricing the restored nodes again. The total is
+    /// restored, not recomputed, so a probe leaves it exactly as it found it.
+    void revert_update() {
+        for (auto it = m_was.rbegin(); it != m_was.rend(); ++it) {
+            m_cost[it->id.value] = it->cost;
+            m_tracked[it->id.value] = it->tracked;
+            m_constant[it->id.value] = it->constant;
+        }
+        m_was.clear();
+        m_total = m_total_before;
+        m_change = 0;
+        m_updating = false;
+        m_repriced.clear();
     }
 
     /// How much the last update() changed total(): the new prices less the old, summed in
@@ -88,7 +108,12 @@ private:
     [[nodiscard]] char weight_only(const Node& n) const {
         return is_weight_only(n, [this](NodeId producer) { return m_constant[producer.value] != 0; }) ? 1 : 0;
     }
+    /// Notes node `id`'s state before update() changes it, for revert_update().
+    void remember(NodeId id) {
+        if (m_updating) m_was.push_back({id, m_cost[id.value], m_tracked[id.value], m_constant[id.value]});
+    }
     void track(const Graph& graph, const Node& n) {
+        remember(n.id);
         const double ms = m_constant[n.id.value] ? 0.0 : m_model->node_cost(graph, n, m_constant);
         m_cost[n.id.value] = ms;
         m_tracked[n.id.value] = 1;
@@ -99,6 +124,7 @@ private:
         }
     }
     void untrack(NodeId id) {
+        remember(id);
         if (m_updating) m_change -= m_cost[id.value];
         m_total -= m_cost[id.value];
         m_cost[id.value] = 0;
@@ -113,6 +139,16 @@ private:
     double m_change = 0;
     std::vector<NodeId> m_repriced;
     bool m_updating = false;
+    /// What the last update() changed, in order: each node's cost, tracked and weight-only
+    /// flags before the change, and the total before it.
+    struct Was {
+        NodeId id;
+        double cost = 0;
+        char tracked = 0;
+        char constant = 0;
+    };
+    std::vector<Was> m_was;
+    double m_total_before = 0;
 };
 
 }  // namespace rlflow::cost

@@ -27,6 +27,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace rlflow::nn {
@@ -94,47 +95,111 @@ inline void append_edge_features(std::vector<double>& out, const Shape& shape) {
 
 }  // namespace detail
 
+/// graph_features kept current edit by edit: what each node contributes (its op, the
+/// log-scaled size of its first output, its FLOPs and the features of the edges it sends)
+/// is computed once and kept until an edit touches the node (forget()), so a graph that
+/// changes by a rewrite at a time is described in time proportional to its size with a
+/// small constant, no FLOPs or logarithms of the unchanged nodes computed again. The
+/// features are those of graph_features, bit for bit: it is this class, fresh.
+class GraphFeatureCache {
+public:
+    /// Forgets nodes `touched` (an edit's touched nodes: added, removed, rewired, retyped)
+    /// of `g` as it is after the edit, and the consumers of those still in it (a node's
+    /// FLOPs read its inputs' types).
+    void forget(const Graph& g, std::span<const NodeId> touched) {
+        const auto drop = [&](NodeId id) {
+            if (id.value < m_nodes.size()) m_nodes[id.value].known = false;
+        };
+        for (const NodeId id : touched) {
+            drop(id);
+            if (!g.contains(id)) continue;
+            for (const NodeOutput& output : g.node(id).outputs)
+                for (const Use& use : output.uses) drop(use.node);
+        }
+    }
+    /// Forgets every node (another graph).
+    void clear() noexcept { m_nodes.clear(); }
+
+    /// The row of node `id` in the last features() (-1 for a node not in that graph).
+    [[nodiscard]] std::int32_t row(NodeId id) const noexcept { return id.value < m_dense.size() ? m_dense[id.value] : -1; }
+
+    /// The features and edges of `g` (see the file comment), with graph_feature_sizes, and
+    /// `extra_node_columns` more node columns after graph_feature_sizes.node, left 0 for
+    /// the caller to fill (an environment appends each op's measured cost).
+    [[nodiscard]] HostGraph features(const Graph& g, std::int64_t extra_node_columns = 0) {
+        RLFLOW_EXPECTS(extra_node_columns >= 0, precondition_error, "graph_features: extra node columns must be >= 0");
+        HostGraph host;
+        host.sizes = graph_feature_sizes;
+        host.sizes.node += extra_node_columns;
+        const auto width = static_cast<std::size_t>(host.sizes.node);
+        host.num_nodes = static_cast<std::int64_t>(g.num_nodes());
+        if (m_nodes.size() < g.id_bound()) m_nodes.resize(g.id_bound());
+        // Node ids may have gaps after edits: number the live nodes densely, in id order.
+        m_dense.assign(g.id_bound(), -1);
+        std::int32_t next = 0;
+        std::size_t num_edges = 0;
+        for (const Node& n : g.nodes()) {
+            m_dense[n.id.value] = next++;
+            for (const NodeOutput& output : n.outputs) num_edges += output.uses.size();
+        }
+        host.nodes.assign(static_cast<std::size_t>(host.num_nodes) * width, 0.0);
+        host.senders.reserve(num_edges);
+        host.receivers.reserve(num_edges);
+        host.edges.reserve(num_edges * static_cast<std::size_t>(graph_feature_sizes.edge));
+        double total_flops = 0;
+        for (const Node& n : g.nodes()) {
+            const Known& k = known(g, n);
+            const auto first = static_cast<std::size_t>(m_dense[n.id.value]) * width;
+            host.nodes[first + static_cast<std::size_t>(n.op)] = 1.0;
+            total_flops += k.flops;
+            host.nodes[first + op_kind_count] = k.size_feature;
+            host.nodes[first + op_kind_count + 1] = k.flops_feature;
+            const std::size_t edge_width = static_cast<std::size_t>(graph_feature_sizes.edge);
+            for (std::size_t o = 0; o < n.outputs.size(); ++o)
+                for (const Use& use : n.outputs[o].uses) {
+                    host.senders.push_back(m_dense[n.id.value]);
+                    host.receivers.push_back(m_dense[use.node.value]);
+                    const auto from = k.edge_features.begin() + static_cast<std::ptrdiff_t>(o * edge_width);
+                    host.edges.insert(host.edges.end(), from, from + static_cast<std::ptrdiff_t>(edge_width));
+                }
+        }
+        host.globals = {log_feature(static_cast<double>(host.num_nodes)), log_feature(static_cast<double>(host.num_edges())),
+                        log_feature(total_flops)};
+        return host;
+    }
+
+private:
+    /// What node `id` contributes, while it is unchanged.
+    struct Known {
+        bool known = false;
+        double flops = 0;
+        double size_feature = 0;
+        double flops_feature = 0;
+        /// graph_feature_sizes.edge values per output: the features of each edge it sends.
+        std::vector<double> edge_features;
+    };
+    [[nodiscard]] const Known& known(const Graph& g, const Node& n) {
+        Known& k = m_nodes[n.id.value];
+        if (k.known) return k;
+        k.flops = detail::node_flops(g, n, m_inputs, m_outputs);
+        k.size_feature = n.outputs.empty() ? log_feature(0.0) : log_count_feature(n.outputs.front().type.shape.numel());
+        k.flops_feature = log_feature(k.flops);
+        k.edge_features.clear();
+        for (const NodeOutput& output : n.outputs) detail::append_edge_features(k.edge_features, output.type.shape);
+        k.known = true;
+        return k;
+    }
+
+    std::vector<Known> m_nodes;  // by node id
+    std::vector<std::int32_t> m_dense;
+    std::vector<TensorType> m_inputs, m_outputs;  // node_flops' scratch
+};
+
 /// The features and edges of `g` (see the file comment), with graph_feature_sizes, and
 /// `extra_node_columns` more node columns after graph_feature_sizes.node, left 0 for the
 /// caller to fill (an environment appends each op's measured cost).
 [[nodiscard]] inline HostGraph graph_features(const Graph& g, std::int64_t extra_node_columns = 0) {
-    RLFLOW_EXPECTS(extra_node_columns >= 0, precondition_error, "graph_features: extra node columns must be >= 0");
-    HostGraph host;
-    host.sizes = graph_feature_sizes;
-    host.sizes.node += extra_node_columns;
-    const auto width = static_cast<std::size_t>(host.sizes.node);
-    host.num_nodes = static_cast<std::int64_t>(g.num_nodes());
-    // Node ids may have gaps after edits: number the live nodes densely, in id order.
-    std::vector<std::int32_t> dense(g.id_bound(), -1);
-    std::int32_t next = 0;
-    std::size_t num_edges = 0;
-    for (const Node& n : g.nodes()) {
-        dense[n.id.value] = next++;
-        for (const NodeOutput& output : n.outputs) num_edges += output.uses.size();
-    }
-    host.nodes.assign(static_cast<std::size_t>(host.num_nodes) * width, 0.0);
-    host.senders.reserve(num_edges);
-    host.receivers.reserve(num_edges);
-    host.edges.reserve(num_edges * static_cast<std::size_t>(graph_feature_sizes.edge));
-    double total_flops = 0;
-    std::vector<TensorType> inputs, outputs;
-    for (const Node& n : g.nodes()) {
-        const auto first = static_cast<std::size_t>(dense[n.id.value]) * width;
-        host.nodes[first + static_cast<std::size_t>(n.op)] = 1.0;
-        const double flops = detail::node_flops(g, n, inputs, outputs);
-        total_flops += flops;
-        host.nodes[first + op_kind_count] = n.outputs.empty() ? log_feature(0.0) : log_count_feature(n.outputs.front().type.shape.numel());
-        host.nodes[first + op_kind_count + 1] = log_feature(flops);
-        for (const NodeOutput& output : n.outputs)
-            for (const Use& use : output.uses) {
-                host.senders.push_back(dense[n.id.value]);
-                host.receivers.push_back(dense[use.node.value]);
-                detail::append_edge_features(host.edges, output.type.shape);
-            }
-    }
-    host.globals = {log_feature(static_cast<double>(host.num_nodes)), log_feature(static_cast<double>(host.num_edges())),
-                    log_feature(total_flops)};
-    return host;
+    return GraphFeatureCache{}.features(g, extra_node_columns);
 }
 
 }  // namespace rlflow::nn

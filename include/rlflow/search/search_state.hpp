@@ -90,6 +90,9 @@ struct SearchStateOptions {
     /// Keep every action's price. Off, the state keeps the graph, its index, cost and hash
     /// alone (an environment whose observations carry no one-step gains).
     bool price_actions = true;
+    /// Keep the graph's structure hash (hash()). Off, edits skip it (an environment, which
+    /// never asks whether it has seen a graph before).
+    bool hash = true;
 };
 
 /// A graph under search with the price of every action in it: the one working-graph
@@ -103,7 +106,7 @@ public:
         : m_graph(std::move(graph)),
           m_index(std::move(rules), options.index),
           m_tracker(model, m_graph),
-          m_hash(m_graph),
+          m_hash(options.hash ? std::optional<StructureHash>(std::in_place, m_graph) : std::nullopt),
           m_price_actions(options.price_actions) {
         m_index.rebuild(m_graph);
         if (!m_price_actions) return;
@@ -119,8 +122,12 @@ public:
         expect_synced();
         return m_tracker.total();
     }
-    /// The graph's structure hash now (current after every edit, synced or not).
-    [[nodiscard]] Hash128 hash() const noexcept { return m_hash.value(); }
+    /// The graph's structure hash now (current after every edit, synced or not); a state
+    /// kept without it (SearchStateOptions::hash off) throws precondition_error.
+    [[nodiscard]] Hash128 hash() const {
+        RLFLOW_EXPECTS(m_hash.has_value(), precondition_error, "SearchState: kept without its structure hash");
+        return m_hash->value();
+    }
     /// Actions priced and kept (every listed action, and none other).
     [[nodiscard]] std::size_t priced_actions() const noexcept { return m_ranked.size(); }
     /// Probes run so far: what the price cache saved is the probes it did not run.
@@ -214,7 +221,7 @@ private:
         RLFLOW_EXPECTS(m_pending.empty(), precondition_error, "SearchState: edits not synced; call sync()");
     }
     void note_edit(const std::vector<NodeId>& touched) {
-        m_hash.update(m_graph, touched);
+        if (m_hash) m_hash->update(m_graph, touched);
         m_pending.insert(m_pending.end(), touched.begin(), touched.end());
     }
     /// Brings the tracker and the prices up to date after edits of the graph (whose
@@ -277,11 +284,11 @@ private:
             }
         } catch (...) {
             m_graph.undo(std::move(journal));
-            m_tracker.update(g, touched);
+            m_tracker.revert_update();
             throw;
         }
         m_graph.undo(std::move(journal));
-        m_tracker.update(g, touched);
+        m_tracker.revert_update();  // the graph is as it was: so are its prices, bit for bit
         std::sort(read.begin(), read.end());
         read.erase(std::unique(read.begin(), read.end()), read.end());
 
@@ -310,7 +317,7 @@ private:
     Graph m_graph;
     rewrite::LocationIndex m_index;
     cost::CostTracker<Backend> m_tracker;
-    StructureHash m_hash;
+    std::optional<StructureHash> m_hash;
     std::unordered_map<detail::ActionKey, Entry, detail::ActionKeyHash, detail::ActionKeyEqual> m_entries;
     std::set<PricedAction, CheaperAction> m_ranked;
     std::vector<Slot> m_slots;

@@ -17,13 +17,8 @@
 #include <vector>
 
 using namespace rlflow;
+using rlflow::test::analytic_cpu;
 using rlflow::test::builtin;
-
-namespace {
-
-cost::CostModel<cost::AnalyticBackend> analytic_cpu() { return cost::CostModel<cost::AnalyticBackend>{cost::AnalyticBackend::preset("cpu")}; }
-
-}  // namespace
 
 TEST_CASE("an episode's rewards sum to the fraction of the input's cost it saved, times the scale") {
     auto model = analytic_cpu();
@@ -239,4 +234,26 @@ TEST_CASE("each location's one-step gain is the reward its rewrite earns, scaled
     CHECK(p.location_gain == std::vector<float>(q.location_gain.size(), 0.0f));
     CHECK(p.location_nodes == q.location_nodes);
     CHECK(p.graph.nodes == q.graph.nodes);
+}
+
+TEST_CASE("an observation kept step by step equals the observation of the same graph built afresh") {
+    auto model = analytic_cpu();
+    rl::GraphEnv env(builtin(), model, {});
+    rl::Observation o = env.reset(models::build_zoo_model("inception_v3"));
+    Rng rng(9);
+    for (int step = 0; step < 12 && !env.done(); ++step) {
+        const rl::Action a = rl::random_action(o, rng);
+        if (a.xfer == o.num_xfers) break;  // nothing left to rewrite
+        o = env.step(a).observation;
+        rl::GraphEnv fresh(builtin(), model, {});
+        const rl::Observation f = fresh.reset(env.graph());
+        // The same code describes each node, once or again: the same bits.
+        CHECK(o.graph.nodes == f.graph.nodes);
+        CHECK(o.graph.edges == f.graph.edges);
+        CHECK(o.graph.globals == f.graph.globals);
+        CHECK(o.graph.senders == f.graph.senders);
+        CHECK(o.graph.receivers == f.graph.receivers);
+        CHECK(o.xfer_mask == f.xfer_mask);
+        CHECK(o.location_gain.size() == f.location_gain.size());
+    }
 }

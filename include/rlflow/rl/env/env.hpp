@@ -109,10 +109,13 @@ public:
     /// Starts an episode on `graph`; returns the first observation.
     Observation reset(Graph graph) {
         m_state.reset();
+        m_observed.clear();
         {
             const auto lock = pricing_lock();
             m_state.emplace(std::move(graph), m_rules, *m_model,
-                            search::SearchStateOptions{rewrite::IndexOptions{m_options.max_locations}, m_options.one_step_gains});
+                            search::SearchStateOptions{.index = rewrite::IndexOptions{m_options.max_locations},
+                                                       .price_actions = m_options.one_step_gains,
+                                                       .hash = false});
             m_initial_cost = m_measure ? m_measure(m_state->graph()) : m_state->cost();
         }
         RLFLOW_EXPECTS(m_initial_cost > 0, precondition_error, "GraphEnv: the graph costs nothing, there is nothing to save");
@@ -141,7 +144,8 @@ public:
                                + std::to_string(index.num_choices(action.xfer)) + " locations)");
             const rewrite::Location where = index.location(action.xfer, action.location);
             const auto lock = pricing_lock();
-            (void)m_state->apply(action.xfer, where);  // an episode never steps back
+            const EditJournal journal = m_state->apply(action.xfer, where);  // an episode never steps back
+            m_observed.forget(m_state->graph(), journal.touched_nodes());
             result.info.rule = (*m_rules)[action.xfer].name;
             result.info.location = action.location;
             m_cost_now = m_measure ? m_measure(m_state->graph()) : m_state->cost();
@@ -175,7 +179,9 @@ public:
 
 private:
     /// The observation of the graph now.
-    [[nodiscard]] Observation observation() const { return observe(m_state->graph(), m_state->index(), m_state->tracker(), location_gains()); }
+    [[nodiscard]] Observation observation() {
+        return observe(m_state->graph(), m_state->index(), m_state->tracker(), location_gains(), m_observed);
+    }
 
     /// Every valid location's one-step gain (Observation::location_gain): its kept price
     /// under the cost model, whatever measures the rewards.
@@ -204,6 +210,8 @@ private:
     /// The cost after the last rewrite (read outside the pricing lock).
     double m_cost_now = 0;
     std::optional<search::SearchState<Backend>> m_state;
+    /// What the episode's last observation knew of the graph.
+    ObservationCache m_observed;
     double m_initial_cost = 0;
     double m_cost = 0;
     std::size_t m_steps = 0;

@@ -120,25 +120,57 @@ struct Observation {
     return out;
 }
 
+/// What observe() keeps from one observation of a graph to the next: the graph's features
+/// (nn::GraphFeatureCache) and each node's cost feature, so that after a rewrite only the
+/// nodes it touched are described again. An environment owns one per episode.
+class ObservationCache {
+public:
+    /// Forgets nodes `touched` by an edit of `g` (as it is after the edit).
+    void forget(const Graph& g, std::span<const NodeId> touched) { m_features.forget(g, touched); }
+    /// Forgets everything (a new episode).
+    void clear() noexcept {
+        m_features.clear();
+        m_costs.clear();
+    }
+
+private:
+    template <cost::CostBackend Backend>
+    friend Observation observe(const Graph&, const rewrite::LocationIndex&, const cost::CostTracker<Backend>&,
+                               std::vector<float>, ObservationCache&);
+
+    /// log_feature of a node's cost in microseconds, computed again only when the cost changed.
+    [[nodiscard]] double cost_feature(NodeId id, double cost_ms) {
+        if (id.value >= m_costs.size()) m_costs.resize(id.value + 1);
+        CostFeature& c = m_costs[id.value];
+        if (!c.known || c.cost_ms != cost_ms) c = {true, cost_ms, nn::log_feature(cost_ms * cost_feature_unit_per_ms)};
+        return c.feature;
+    }
+
+    struct CostFeature {
+        bool known = false;
+        double cost_ms = 0;
+        double feature = 0;
+    };
+    nn::GraphFeatureCache m_features;
+    std::vector<CostFeature> m_costs;  // by node id
+};
+
 /// The observation of graph `g` with its location `index`, priced by `tracker` (both
-/// current), with `gains` (location_gain) of its locations in order.
+/// current), with `gains` (location_gain) of its locations in order; `cache` holds what is
+/// known of `g` from earlier observations (forgotten where edits touched it since).
 template <cost::CostBackend Backend>
 [[nodiscard]] Observation observe(const Graph& g, const rewrite::LocationIndex& index, const cost::CostTracker<Backend>& tracker,
-                                  std::vector<float> gains) {
+                                  std::vector<float> gains, ObservationCache& cache) {
     Observation o;
     o.num_xfers = static_cast<std::uint32_t>(index.num_rules());
     o.max_locations = static_cast<std::uint32_t>(index.max_locations());
 
     // The features, with the cost column of every node row filled in.
-    o.graph = nn::graph_features(g, 1);
+    o.graph = cache.m_features.features(g, 1);
     const auto width = static_cast<std::size_t>(observation_feature_sizes.node);
-    std::vector<std::int32_t> row(g.id_bound(), -1);
-    std::int32_t next = 0;
-    for (const Node& n : g.nodes()) {
-        o.graph.nodes[static_cast<std::size_t>(next) * width + width - 1] =
-            nn::log_feature(tracker.node_cost(n.id) * cost_feature_unit_per_ms);
-        row[n.id.value] = next++;
-    }
+    std::size_t next = 0;
+    for (const Node& n : g.nodes())
+        o.graph.nodes[next++ * width + width - 1] = cache.cost_feature(n.id, tracker.node_cost(n.id));
 
     // Masks and the nodes of every valid location.
     o.xfer_mask = index.xfer_mask();
@@ -150,7 +182,7 @@ template <cost::CostBackend Backend>
         const std::span<const rewrite::Location> locations = index.locations(r);
         for (std::size_t l = 0; l < count; ++l) {
             for (const NodeId id : locations[l].nodes)
-                if (id.valid()) o.location_nodes.push_back(row[id.value]);
+                if (id.valid()) o.location_nodes.push_back(cache.m_features.row(id));
             o.location_node_begin.push_back(static_cast<std::int32_t>(o.location_nodes.size()));
         }
     }
