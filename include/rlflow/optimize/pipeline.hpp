@@ -34,6 +34,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <concepts>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -661,7 +662,12 @@ OptimizeResult optimize_with(const OptimizeRequest& r, const Graph& original, Ba
 /// the input itself unless a candidate was measured faster; a result that differs from
 /// the input on random inputs has `verified()` false and must not be written
 /// (write_result refuses it).
-[[nodiscard]] inline OptimizeResult optimize(const Graph& original, const OptimizeRequest& request) {
+///
+/// A template only so that a program that includes this header without calling it (the
+/// umbrella rlflow.hpp, the header check) does not instantiate the pipeline for every
+/// cost backend: `Request` is always OptimizeRequest.
+template <std::same_as<OptimizeRequest> Request = OptimizeRequest>
+[[nodiscard]] OptimizeResult optimize(const Graph& original, const Request& request) {
     if (request.portable) opt::check_portable(original, request);
     const cost::Target target = opt::resolve_target(request.target, request.hooks.message);
     const opt::CostChoice pricing = opt::resolve_cost(request.target, target);
