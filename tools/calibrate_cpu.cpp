@@ -29,6 +29,7 @@
 //
 //   /usr/bin/python3 tools/export_models.py --out build/calibration --opsets 13
 //       --models mobilenet_v2 shufflenet_v2_x1_0 efficientnet_b0
+//   cmake --build build --target rlflow_calibrate_cpu   # not built by `all`
 //   build/tools/rlflow_calibrate_cpu --sources tests/data/resnet18_op13.onnx
 //       tests/data/resnext50_32x4d_op13.onnx tests/data/squeezenet1_1_op13.onnx
 //       tests/data/inception_v3_op13.onnx tests/data/transformer_op13.onnx

@@ -266,8 +266,12 @@ public:
     [[nodiscard]] std::vector<TensorType> types_of(std::span<const TensorRef> refs) const {
         std::vector<TensorType> types;
         types.reserve(refs.size());
-        for (const auto& r : refs) types.push_back(r.present() ? type(r) : TensorType{DType::Undefined, {}});
+        append_types(refs, types);
         return types;
+    }
+    /// types_of(refs) appended to `out`, for a caller that reuses its storage.
+    void append_types(std::span<const TensorRef> refs, std::vector<TensorType>& out) const {
+        for (const auto& r : refs) out.push_back(r.present() ? type(r) : TensorType{DType::Undefined, {}});
     }
     /// The id of the graph input named `name`, if any.
     [[nodiscard]] std::optional<NodeId> find_input(std::string_view name) const {

@@ -187,7 +187,7 @@ public:
         void assign(const Graph& g, const Node& n, std::span<const char> constant) {
             node = &n;
             inputs.clear();
-            for (const TensorRef& in : n.inputs) inputs.push_back(in.present() ? g.type(in) : TensorType{DType::Undefined, {}});
+            g.append_types(n.inputs, inputs);
             outputs.clear();
             for (const auto& o : n.outputs) outputs.push_back(o.type);
             constant_inputs.clear();

@@ -80,7 +80,7 @@ namespace detail {
 [[nodiscard]] inline double node_flops(const Graph& g, const Node& n, std::vector<TensorType>& inputs,
                                        std::vector<TensorType>& outputs) {
     inputs.clear();
-    for (const TensorRef& in : n.inputs) inputs.push_back(in.present() ? g.type(in) : TensorType{DType::Undefined, {}});
+    g.append_types(n.inputs, inputs);
     outputs.clear();
     for (const NodeOutput& o : n.outputs) outputs.push_back(o.type);
     return n.traits().flops(OpContext{n.attributes, inputs, outputs, {}});

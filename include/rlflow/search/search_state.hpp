@@ -174,13 +174,18 @@ public:
     }
     /// Brings the index, the cost and the prices up to date after edit()s and revert()s.
     void sync() {
+        m_synced.clear();
         if (m_pending.empty()) return;
         std::sort(m_pending.begin(), m_pending.end());
         m_pending.erase(std::unique(m_pending.begin(), m_pending.end()), m_pending.end());
         m_index.update(m_graph, m_pending);
         after_edit(m_pending);
+        m_synced.swap(m_pending);
         m_pending.clear();
     }
+    /// The nodes the last sync() brought up to date: those the edits since the sync
+    /// before touched (sorted, unique).
+    [[nodiscard]] std::span<const NodeId> synced_nodes() const noexcept { return m_synced; }
 
     /// Calls `visit(action, cost_after)` for the listed actions, cheapest first, until it
     /// returns false.
@@ -327,6 +332,7 @@ private:
     std::uint64_t m_generation = 0;
     std::size_t m_probes = 0;
     std::vector<NodeId> m_pending;  // touched by edits not synced yet
+    std::vector<NodeId> m_synced;   // what the last sync() covered
     bool m_price_actions = true;
 };
 

@@ -144,8 +144,8 @@ public:
                                + std::to_string(index.num_choices(action.xfer)) + " locations)");
             const rewrite::Location where = index.location(action.xfer, action.location);
             const auto lock = pricing_lock();
-            const EditJournal journal = m_state->apply(action.xfer, where);  // an episode never steps back
-            m_observed.forget(m_state->graph(), journal.touched_nodes());
+            (void)m_state->apply(action.xfer, where);  // an episode never steps back
+            m_observed.forget(m_state->graph(), m_state->synced_nodes());
             result.info.rule = (*m_rules)[action.xfer].name;
             result.info.location = action.location;
             m_cost_now = m_measure ? m_measure(m_state->graph()) : m_state->cost();
