@@ -1,7 +1,9 @@
 // Shows how to build a graph by hand, validate it, and run it in the reference executor:
 // a 3x3 convolution with a fused ReLU, followed by global average pooling.
 
-#include <rlflow/rlflow.hpp>
+#include <rlflow/core/graph.hpp>
+#include <rlflow/exec/executor.hpp>
+#include <rlflow/exec/random.hpp>
 
 #include <cstdio>
 

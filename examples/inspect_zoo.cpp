@@ -1,6 +1,8 @@
 // Shows how to enumerate the model zoo and read a graph's statistics and canonical hash.
 
-#include <rlflow/rlflow.hpp>
+#include <rlflow/core/canonical.hpp>
+#include <rlflow/core/statistics.hpp>
+#include <rlflow/models/zoo.hpp>
 
 #include <cstdio>
 #include <string>

@@ -2,7 +2,11 @@
 // opaque, and write it back. Usage: example_onnx_round_trip in.onnx out.onnx
 // (without arguments it exports zoo:squeezenet1_1 and imports that instead).
 
-#include <rlflow/rlflow.hpp>
+#include <rlflow/core/statistics.hpp>
+#include <rlflow/exec/random.hpp>
+#include <rlflow/models/zoo.hpp>
+#include <rlflow/onnx/export.hpp>
+#include <rlflow/onnx/import.hpp>
 
 #include <cstdio>
 #include <filesystem>

@@ -151,6 +151,40 @@ std::vector<Violation> check_tree(const std::filesystem::path& include_dir, std:
     return violations;
 }
 
+/// The lines (from 1) of `text` that include a file after the first line of code: the
+/// header check compiles a header after a precompiled one it includes, which is the same
+/// check only when a header's includes all come before its code (tests/CMakeLists.txt).
+/// Comments, blank lines and preprocessor lines are not code.
+std::vector<int> includes_after_code(std::string_view text) {
+    std::vector<int> late;
+    bool code = false;
+    bool in_comment = false;
+    int number = 0;
+    for (std::size_t start = 0; start < text.size(); ++number) {
+        const std::size_t end = std::min(text.find('\n', start), text.size());
+        std::string_view line = text.substr(start, end - start);
+        start = end + 1;
+        line.remove_prefix(std::min(line.size(), line.find_first_not_of(" \t")));
+        if (in_comment) {
+            in_comment = line.find("*/") == std::string_view::npos;
+            continue;
+        }
+        if (line.starts_with("/*")) {
+            in_comment = line.find("*/") == std::string_view::npos;
+            continue;
+        }
+        if (line.empty() || line.starts_with("//")) continue;
+        if (line.front() == '#') {
+            std::string_view directive = line.substr(1);
+            directive.remove_prefix(std::min(directive.size(), directive.find_first_not_of(" \t")));
+            if (code && directive.starts_with("include")) late.push_back(number + 1);
+            continue;
+        }
+        code = true;
+    }
+    return late;
+}
+
 std::string describe(const std::vector<Violation>& violations) {
     std::string out;
     for (const Violation& v : violations) out += "\n  " + v.header + ":" + std::to_string(v.line) + ": " + v.why;
@@ -226,3 +260,28 @@ TEST_CASE("the include checker reports a back edge from the rewrite engine to sy
     CHECK(check_header("rlflow/rl/agent_search.hpp", "#include <rlflow/rl/model_based/policy.hpp>\n").empty());
     CHECK(check_header("rlflow/rl.hpp", "#include <rlflow/rl/agent_search.hpp>\n").empty());
 }
+
+TEST_CASE("every header includes before its first line of code, as the header check's precompiled bases need") {
+    const std::filesystem::path include_dir = std::filesystem::path(RLFLOW_SOURCE_DIR) / "include";
+    std::size_t headers = 0;
+    std::string late;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(include_dir / "rlflow")) {
+        if (!entry.is_regular_file()) continue;
+        std::ifstream in(entry.path());
+        std::stringstream text;
+        text << in.rdbuf();
+        for (const int line : includes_after_code(text.str()))
+            late += "\n  " + entry.path().lexically_relative(include_dir).generic_string() + ":" + std::to_string(line);
+        ++headers;
+    }
+    CHECK(headers >= 100);
+    CHECK_MESSAGE(late.empty(), "includes after code:" << late);
+    // The checker itself: comments, blank lines and directives are not code, and an
+    // include of any file after code is found, by its line.
+    CHECK(includes_after_code("#pragma once\n/// \\file\n/* a\n   b */\n#include <rlflow/core/graph.hpp>\n#include <vector>\n"
+                              "namespace rlflow {}\n")
+              .empty());
+    CHECK(includes_after_code("#pragma once\nnamespace rlflow {}\n#include <rlflow/core/graph.hpp>\n  #  include <vector>\n") ==
+          std::vector<int>{3, 4});
+}
+

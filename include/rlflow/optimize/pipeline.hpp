@@ -676,6 +676,13 @@ template <std::same_as<OptimizeRequest> Request = OptimizeRequest>
     });
 }
 
+#ifdef RLFLOW_OPTIMIZE_COMPILED
+// A program that links the build's compiled front door (the rlflow_optimize library of the
+// command line's build: the program, the Python module and the examples) takes optimize
+// from it instead of compiling the pipeline for every cost backend once more.
+extern template OptimizeResult optimize<OptimizeRequest>(const Graph&, const OptimizeRequest&);
+#endif
+
 /// Writes `result` to `output` atomically: a kept input as the very file it was read from
 /// (byte for byte, so that what the guard timed as the input is what the user gets back),
 /// anything else as ONNX with the request's export options. A result that failed its
