@@ -36,8 +36,11 @@ concept Module = requires(M& m) {
 
 /// A (rows, cols) matrix with orthonormal rows or columns (whichever are fewer), times
 /// `gain`, from the QR decomposition of a standard normal matrix (signs fixed by R's
-/// diagonal, so the draw is uniform over orthogonal matrices).
-[[nodiscard]] inline std::vector<double> orthogonal_values(std::int64_t rows, std::int64_t cols, double gain, Rng& rng) {
+/// diagonal, so the draw is uniform over orthogonal matrices). A template only so that a
+/// unit that includes this header without building a layer does not instantiate Eigen's
+/// QR (about 3 s of every such unit's compile): `Random` is always Rng.
+template <std::same_as<Rng> Random>
+[[nodiscard]] std::vector<double> orthogonal_values(std::int64_t rows, std::int64_t cols, double gain, Random& rng) {
     const std::int64_t tall = std::max(rows, cols), wide = std::min(rows, cols);
     ::Eigen::MatrixXd a(tall, wide);
     for (std::int64_t i = 0; i < tall; ++i)
