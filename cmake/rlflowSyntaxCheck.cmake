@@ -133,3 +133,59 @@ function(rlflow_syntax_check prefix)
   add_dependencies(${prefix} ${targets})
   set(${prefix}_targets ${targets} PARENT_SCOPE)
 endfunction()
+
+# The public headers the header check compiles (paths under include/), in `out`: all but
+# detail/ headers and those whose dependency this build lacks (CUDA, MPI).
+function(rlflow_checked_headers out)
+  file(GLOB_RECURSE headers RELATIVE ${PROJECT_SOURCE_DIR}/include CONFIGURE_DEPENDS
+       ${PROJECT_SOURCE_DIR}/include/rlflow/*.hpp)
+  list(FILTER headers EXCLUDE REGEX "/detail/")
+  if(NOT RLFLOW_CUDA_FOUND)
+    list(FILTER headers EXCLUDE REGEX "cudnn_profiler|backend/cublas|cuda_executor")
+  endif()
+  if(NOT RLFLOW_MPI_FOUND)
+    list(FILTER headers EXCLUDE REGEX "mpi_communicator")
+  endif()
+  set(${out} ${headers} PARENT_SCOPE)
+endfunction()
+
+# The benchmark programs' sources (bench/) the benchmark check compiles, in `out`: the
+# scale-out ones only with MPI.
+function(rlflow_checked_benchmarks out)
+  file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/bench/*.cpp)
+  if(NOT RLFLOW_MPI_FOUND)
+    list(FILTER sources EXCLUDE REGEX "/scale_out/")
+  endif()
+  set(${out} ${sources} PARENT_SCOPE)
+endfunction()
+
+# RLFLOW_CHECK_COMPILER, the compile checks' C++ compiler (a cache variable, kept once
+# set; empty, found again): Clang 16 or later where one is found (clang++-N, newest first, or clang++), else
+# this build's. Clang 16 is the first whose C++20 the headers need (lambdas that capture
+# structured bindings, libstdc++ 12's ranges). Sets RLFLOW_CHECK_COMPILER_NAME to the
+# compiler's name and major version, for the tests' names.
+function(rlflow_find_check_compiler)
+  if(NOT RLFLOW_CHECK_COMPILER)
+    set(chosen ${CMAKE_CXX_COMPILER})
+    foreach(name IN ITEMS clang++-20 clang++-19 clang++-18 clang++-17 clang++-16 clang++)
+      find_program(rlflow_clang_${name} ${name})
+      if(rlflow_clang_${name})
+        execute_process(COMMAND ${rlflow_clang_${name}} --version OUTPUT_VARIABLE version ERROR_QUIET)
+        if(version MATCHES "clang version ([0-9]+)" AND CMAKE_MATCH_1 GREATER_EQUAL 16)
+          set(chosen ${rlflow_clang_${name}})
+          break()
+        endif()
+      endif()
+    endforeach()
+    set(RLFLOW_CHECK_COMPILER ${chosen} CACHE FILEPATH
+        "The C++ compiler of the compile checks (tests/compile_checks): Clang 16 or later where found, else the build's" FORCE)
+  endif()
+  execute_process(COMMAND ${RLFLOW_CHECK_COMPILER} --version OUTPUT_VARIABLE version ERROR_QUIET)
+  get_filename_component(name ${RLFLOW_CHECK_COMPILER} NAME)
+  if(version MATCHES "clang version ([0-9]+)")
+    set(name "Clang ${CMAKE_MATCH_1}")
+  elseif(version MATCHES "\\(GCC\\) ([0-9]+)|^g\\+\\+ [^\n]* ([0-9]+)\\.[0-9]+\\.[0-9]+")
+    set(name "GCC ${CMAKE_MATCH_1}${CMAKE_MATCH_2}")
+  endif()
+  set(RLFLOW_CHECK_COMPILER_NAME ${name} PARENT_SCOPE)
+endfunction()

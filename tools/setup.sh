@@ -5,7 +5,8 @@
 #                                onnxruntime-node in tools/ort): the runtime `rlflow
 #                                optimize` prices ops in and checks its result in
 #   bash tools/setup.sh --test   also what the tests use: the ONNX conformance data
-#                                (libonnx-testdata), matplotlib, pytest and Open MPI
+#                                (libonnx-testdata), matplotlib, pytest, Open MPI and
+#                                Clang 16 (the compile checks)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 with_tests=0
@@ -31,6 +32,11 @@ if [ $with_tests -eq 1 ]; then
   for p in libonnx-testdata python3-matplotlib python3-pytest mpi-default-dev mpi-default-bin; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
+  # Clang 16 or later compiles the suite's compile checks (tests/compile_checks) in about a
+  # third of GCC's time; without one they compile with GCC. Debian 12's own clang is 14.
+  have_clang=0
+  for v in 20 19 18 17 16; do command -v "clang++-$v" >/dev/null && have_clang=1; done
+  [ $have_clang -eq 1 ] || missing+=(clang-16)
 fi
 # tools/ort runs ONNX Runtime (npm onnxruntime-node): the ort cost backend, the guard of
 # `rlflow optimize` and the test oracle. Checked by command, not by package: a
