@@ -40,10 +40,32 @@ TEST_CASE("the mf search rolls on past the policy's NO-OP to the step limit, and
 
     options.until_limit = true;
     const search::SearchResult rolled = rl::agent_search(two_branches(), builtin(), model, policy, options);
-    // It rewrote past the NO-OP the policy prefers, until the step limit or until nothing
-    // but NO-OP applied (after merging the two convolutions, nothing does).
+    // It rewrote past the NO-OP the policy prefers, until the step limit passed since its
+    // cheapest graph, or until nothing but NO-OP applied (after merging the two
+    // convolutions, nothing does).
     CHECK(rolled.expansions >= 2);
-    CHECK(rolled.expansions <= options.env.step_limit);
+    CHECK(rolled.expansions <= rolled.sequence.size() + options.env.step_limit);
     CHECK(rolled.best_cost_ms <= stopped.best_cost_ms);
     CHECK(rolled.best_cost_ms == doctest::Approx(model.graph_cost(rolled.graph)).epsilon(1e-9));
+}
+
+TEST_CASE("a rollout to the limit goes on past the trained step limit while it finds cheaper graphs; one that ends at NO-OP keeps it") {
+    auto model = cost::CostModel<cost::AnalyticBackend>{cost::AnalyticBackend::preset("cpu")};
+    rl::AgentSearchOptions options;
+    options.env.step_limit = 3;  // as trained
+    options.search.budget = 100;
+    const rl::GraphEnv probe(builtin(), model, options.env);
+    rl::ActorCritic<Float> policy(probe.num_xfers(), static_cast<std::uint32_t>(options.env.max_locations), {.seed = 6});
+    const Graph chain = rlflow::test::conv_chain(8);
+
+    options.until_limit = true;
+    const search::SearchResult rolled = rl::agent_search(chain, builtin(), model, policy, options);
+    CHECK(rolled.expansions > options.env.step_limit);
+    // It ends when the step limit has passed since its cheapest graph.
+    CHECK(rolled.expansions <= rolled.sequence.size() + options.env.step_limit);
+
+    options.until_limit = false;
+    const search::SearchResult cut = rl::agent_search(chain, builtin(), model, policy, options);
+    CHECK(cut.expansions <= options.env.step_limit);
+    CHECK(rolled.best_cost_ms <= cut.best_cost_ms);
 }

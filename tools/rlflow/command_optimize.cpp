@@ -74,6 +74,12 @@ void add_optimize_command(CLI::App& app) {
                     "--search mf|mb: limit (roll on past the agent's NO-OP to the step limit, keeping the cheapest graph "
                     "met) or noop (a rollout ends at the agent's NO-OP, as in training)")
         ->check(CLI::IsMember(agent_stop_names.names()))->capture_default_str();
+    cmd->add_option("--plan", o->plan,
+                    "--search mf|mb: none (rollouts only) or mcts (then a tree search over rewrites guided by the agent's "
+                    "probabilities and value estimates, with the rest of --budget; the cheapest graph met is kept)")
+        ->check(CLI::IsMember(rl::plan_kind_names.names()))->capture_default_str();
+    cmd->add_option("--simulations", o->simulations, "--plan mcts: simulations before each step the search commits to")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))->capture_default_str();
     add_target_flags(*cmd, o->where);
     cmd->add_option("--propose", o->propose,
                     "price models whose cheapest graphs the guard times besides the target's, the fastest measured being "

@@ -80,6 +80,9 @@ struct OptimizeOptions {
     std::string agent;
     std::size_t samples = 0;
     std::string agent_stop = "limit";
+    /// --search mf|mb: the tree search the agent guides after its rollouts.
+    std::string plan{rl::plan_kind_names.name(rl::PlanOptions{}.kind)};
+    std::size_t simulations = rl::PlanOptions{}.simulations;
     /// --search eqsat: limits, rounds of multi-output rules, and extraction.
     search::EqsatOptions eqsat;
     std::string extract{search::extraction_names.name(search::EqsatOptions{}.extraction)};
@@ -180,6 +183,8 @@ inline SearchSpec search_spec(const OptimizeOptions& o) {
         a->dir = o.agent;
         a->samples = o.samples;
         a->stop = agent_stop_names.parse(o.agent_stop, "--agent-stop");
+        a->plan.kind = rl::plan_kind_names.parse(o.plan, "--plan");
+        a->plan.simulations = o.simulations;
     }
     return spec;
 }

@@ -139,6 +139,7 @@ search::SearchResult agent_search(const OptimizeRequest& r, const AgentSpec& a, 
         rl::AgentSearchOptions out;
         out.samples = a.samples;
         out.until_limit = a.stop == AgentStop::limit;
+        out.plan = a.plan;
         out.seed = r.seed;
         out.env = env;
         out.search = options;
@@ -594,7 +595,7 @@ inline void describe(OptimizeReport& report, const OptimizeRequest& r, const Gra
     report.proposed_by = written.proposed_by;
     if (const auto* a = std::get_if<AgentSpec>(&r.search)) {
         const std::string trained_for = agent_target(*a);
-        report.agent = AgentUse{a->dir.string(), trained_for, trained_for == report.prices_for, found.expansions, found.seconds, a->samples, a->stop};
+        report.agent = AgentUse{a->dir.string(), trained_for, trained_for == report.prices_for, found.expansions, found.seconds, a->samples, a->stop, a->plan};
     }
 }
 

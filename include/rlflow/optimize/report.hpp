@@ -8,6 +8,7 @@
 #include <rlflow/core/statistics.hpp>
 #include <rlflow/optimize/guard.hpp>
 #include <rlflow/optimize/request.hpp>
+#include <rlflow/rl/plan_options.hpp>
 #include <rlflow/search/eqsat.hpp>
 #include <rlflow/search/search.hpp>
 
@@ -91,6 +92,8 @@ struct AgentUse {
     double inference_seconds = 0;
     std::size_t samples = 0;
     AgentStop stop = AgentStop::limit;
+    /// The tree search it guided after its rollouts.
+    rl::PlanOptions plan;
 };
 
 /// Equality saturation's statistics and the options it ran with.
@@ -263,6 +266,8 @@ inline nlohmann::json OptimizeReport::to_json() const {
         j["inference_seconds"] = agent->inference_seconds;
         j["samples"] = agent->samples;
         j["agent_stop"] = agent_stop_names.name(agent->stop);
+        j["plan"] = rl::plan_kind_names.name(agent->plan.kind);
+        if (agent->plan.kind != rl::PlanKind::none) j["simulations"] = agent->plan.simulations;
     }
     if (eqsat) j["eqsat"] = opt::eqsat_json(eqsat->stats, eqsat->options);
     j["stop_reason"] = search::stop_reason_name(stop_reason);

@@ -13,6 +13,7 @@
 #include <rlflow/optimize/target.hpp>
 #include <rlflow/rewrite/rule_set.hpp>
 #include <rlflow/rl/env/agent_dir.hpp>
+#include <rlflow/rl/plan_options.hpp>
 #include <rlflow/search/eqsat.hpp>
 
 #include <atomic>
@@ -61,6 +62,8 @@ struct AgentSpec {
     /// Sampled rollouts after the greedy one.
     std::size_t samples = 0;
     AgentStop stop = AgentStop::limit;
+    /// The tree search the agent guides after its rollouts.
+    rl::PlanOptions plan;
 };
 
 /// The search: one of the four.
@@ -94,8 +97,8 @@ inline constexpr NameTable<SearchKind, 5> search_kind_names{{{
     switch (kind) {
         case SearchKind::greedy: return GreedySpec{};
         case SearchKind::eqsat: return EqsatSpec{};
-        case SearchKind::model_free: return AgentSpec{AgentKind::model_free, {}, 0, AgentStop::limit};
-        case SearchKind::model_based: return AgentSpec{AgentKind::model_based, {}, 0, AgentStop::limit};
+        case SearchKind::model_free: return AgentSpec{AgentKind::model_free, {}, 0, AgentStop::limit, {}};
+        case SearchKind::model_based: return AgentSpec{AgentKind::model_based, {}, 0, AgentStop::limit, {}};
         case SearchKind::backtracking: break;
     }
     return BacktrackingSpec{};

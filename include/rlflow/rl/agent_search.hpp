@@ -4,12 +4,15 @@
 /// actions and `samples` more times with sampled ones; the cheapest graph met on any
 /// rollout (not only where it ended) is the result, verified and written by the caller
 /// like any other search's. By default rollouts go on past the policy's NO-OP to the step
-/// limit (AgentSearchOptions::until_limit). Runners-up are the other rollouts' cheapest distinct graphs.
+/// limit (AgentSearchOptions::until_limit). With a plan (AgentSearchOptions::plan), the
+/// agent then guides a tree search (plan.hpp) with the rest of the budget, whose cheapest
+/// graph competes with the rollouts'. Runners-up are the other rollouts' cheapest distinct graphs.
 
 #include <rlflow/core/canonical.hpp>
 #include <rlflow/core/random.hpp>
 #include <rlflow/rl/env/env.hpp>
 #include <rlflow/rl/model_free/policy.hpp>
+#include <rlflow/rl/plan.hpp>
 #include <rlflow/search/search.hpp>
 
 #include <algorithm>
@@ -27,17 +30,27 @@ struct AgentSearchOptions {
     std::size_t samples = 0;
     /// Seed of the sampled rollouts.
     std::uint64_t seed = 0;
-    /// Roll on past the policy's NO-OP while a rewrite applies, to the environment's step
-    /// limit: the policy still picks every rewrite, NO-OP is masked out of its choice,
-    /// and since the cheapest graph met is the result, going on can only find more.
-    /// False: a rollout ends where the policy chooses NO-OP, as in training.
+    /// Roll on past the policy's NO-OP while a rewrite applies, to the step limit: the
+    /// policy still picks every rewrite, NO-OP is masked out of its choice, and since the
+    /// cheapest graph met is the result, going on can only find more. A rollout then ends
+    /// when the environment's step limit has passed since its cheapest graph, or at the
+    /// budget: a graph may need more rewrites than an agent's training episodes took
+    /// (Inception-v3 takes 207 under greedy search), and the policy does not see the step
+    /// count.
+    /// False: a rollout ends where the policy chooses NO-OP or at the environment's step
+    /// limit, as in training.
     bool until_limit = true;
     /// The environment the policy was trained with (its L must match the policy's).
     EnvOptions env;
-    /// Budget (real environment steps over all rollouts), time limit, stop flag, progress
-    /// and keep_best, as every search reads them.
+    /// The tree search after the rollouts (PlanKind::none: none).
+    PlanOptions plan;
+    /// Budget (real environment steps over all rollouts, and the tree's evaluations), time
+    /// limit, stop flag, progress and keep_best, as every search reads them.
     search::SearchOptions search;
 };
+
+/// The relative fall in cost that counts as a cheaper graph for a rollout.
+inline constexpr double significant_gain = 1e-9;
 
 /// Takes NO-OP out of `o`'s xfer mask when another xfer has a location.
 inline void mask_no_op(Observation& o) {
@@ -54,13 +67,19 @@ template <class Policy, cost::CostBackend C>
     RLFLOW_EXPECTS(rules->size() == policy.num_xfers() && options.env.max_locations == policy.max_locations(),
                    precondition_error, "agent_search: the policy was made for another action space");
     const search::StopRules stop(options.search);
-    GraphEnv<C> env(rules, model, options.env);
+    EnvOptions env_options = options.env;
+    if (options.until_limit) env_options.step_limit = std::max(env_options.step_limit, options.search.budget);
+    GraphEnv<C> env(rules, model, env_options);
     struct Best {
         Graph graph;
         double cost_ms;
         std::vector<std::uint32_t> path;
     };
-    std::vector<Best> bests;  // one per rollout
+    std::vector<Best> bests;  // one per rollout, and the plan's; cheapest first
+    const auto keep = [&bests](Best b) {
+        bests.push_back(std::move(b));
+        std::stable_sort(bests.begin(), bests.end(), [](const Best& x, const Best& y) { return x.cost_ms < y.cost_ms; });
+    };
     search::SearchResult result;
     Rng rng(options.seed);
     bool stopped = false;
@@ -70,6 +89,7 @@ template <class Policy, cost::CostBackend C>
         result.initial_cost_ms = env.initial_cost_ms();
         Best best{env.graph(), env.cost_ms(), {}};
         std::vector<std::uint32_t> path;
+        std::size_t since_best = 0;  // steps since the rollout's cheapest graph
         for (;;) {
             if (const auto why = stop.check(result.expansions)) {
                 result.reason = *why;
@@ -82,15 +102,36 @@ template <class Policy, cost::CostBackend C>
             StepResult s = env.step(a);
             ++result.expansions;
             if (a.xfer < policy.num_xfers()) path.push_back(a.xfer);
-            if (s.info.cost_ms < best.cost_ms) best = {env.graph(), s.info.cost_ms, path};
+            ++since_best;
+            // A real gain, not the rounding of a running total that a rewrite and its
+            // inverse leave behind.
+            if (s.info.cost_ms < best.cost_ms * (1 - significant_gain)) {
+                best = {env.graph(), s.info.cost_ms, path};
+                since_best = 0;
+            }
             if (options.search.on_progress)
                 options.search.on_progress({result.expansions, options.search.budget, result.initial_cost_ms,
                                             std::min(best.cost_ms, bests.empty() ? best.cost_ms : bests.front().cost_ms)});
-            if (s.terminated || s.truncated) break;
+            if (s.terminated || s.truncated || since_best >= options.env.step_limit) break;
             o = std::move(s.observation);
         }
-        bests.push_back(std::move(best));
-        std::stable_sort(bests.begin(), bests.end(), [](const Best& a, const Best& b) { return a.cost_ms < b.cost_ms; });
+        keep(std::move(best));
+    }
+    if (!stopped && options.plan.kind == PlanKind::mcts) {
+        const double best_rollout = bests.front().cost_ms;
+        const auto progress = [&](double cost_ms) {
+            if (options.search.on_progress)
+                options.search.on_progress({result.expansions, options.search.budget, result.initial_cost_ms, std::min(cost_ms, best_rollout)});
+        };
+        // The plan expects the longest path to a rollout's cheapest graph.
+        std::size_t expected_steps = 1;
+        for (const Best& b : bests) expected_steps = std::max(expected_steps, b.path.size());
+        PlanResult planned = plan(env, graph, policy, options.plan, stop, result.expansions, progress, expected_steps);
+        if (planned.stopped) {
+            result.reason = *planned.stopped;
+            stopped = true;
+        }
+        keep({std::move(planned.graph), planned.cost_ms, std::move(planned.path)});
     }
     if (!stopped) result.reason = search::StopReason::converged;
     const Best& top = bests.front();

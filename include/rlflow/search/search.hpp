@@ -117,6 +117,8 @@ public:
     [[nodiscard]] double seconds() const {
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
     }
+    /// The most expansions allowed.
+    [[nodiscard]] std::size_t budget() const noexcept { return m_options.budget; }
 
 private:
     const SearchOptions& m_options;

@@ -183,6 +183,8 @@ public:
         m_synced.swap(m_pending);
         m_pending.clear();
     }
+    /// Whether edit()s or revert()s wait for a sync().
+    [[nodiscard]] bool pending() const noexcept { return !m_pending.empty(); }
     /// The nodes the last sync() brought up to date: those the edits since the sync
     /// before touched (sorted, unique).
     [[nodiscard]] std::span<const NodeId> synced_nodes() const noexcept { return m_synced; }

@@ -263,3 +263,85 @@ TEST_CASE("an observation kept step by step equals the observation of the same g
         }
     }
 }
+
+TEST_CASE("undo steps back to the graph, cost, step count and observation before the step") {
+    auto model = analytic_cpu();
+    rl::GraphEnv env(builtin(), model, {});
+    env.keep_steps(true);
+    std::vector<rl::Observation> seen{env.reset(models::build_zoo_model("inception_v3"))};
+    std::vector<double> costs{env.cost_ms()};
+    Rng rng(11);
+    while (seen.size() < 9) {
+        const rl::Action a = rl::random_action(seen.back(), rng);
+        if (a.xfer == seen.back().num_xfers) break;
+        seen.push_back(env.step(a).observation);
+        costs.push_back(env.cost_ms());
+    }
+    REQUIRE(seen.size() > 3);
+    CHECK(env.step({env.num_xfers(), 0}).terminated);  // NO-OP is kept and stepped back over too
+    CHECK(env.done());
+    env.undo();
+    CHECK_FALSE(env.done());
+    for (std::size_t k = seen.size() - 1; k-- > 0;) {
+        CAPTURE(k);
+        env.undo();
+        const rl::Observation o = env.observe();
+        CHECK(env.steps() == k);
+        CHECK(env.cost_ms() == costs[k]);
+        // The graph's cost summed afresh, up to the order of the tracker's running sum.
+        CHECK(model.graph_cost(env.graph()) == doctest::Approx(costs[k]).epsilon(1e-9));
+        CHECK(o.graph.nodes == seen[k].graph.nodes);
+        CHECK(o.graph.senders == seen[k].graph.senders);
+        CHECK(o.graph.receivers == seen[k].graph.receivers);
+        CHECK(o.xfer_mask == seen[k].xfer_mask);
+        CHECK(o.location_nodes == seen[k].location_nodes);
+        REQUIRE(o.location_gain.size() == seen[k].location_gain.size());
+        for (std::size_t i = 0; i < o.location_gain.size(); ++i)
+            CHECK(o.location_gain[i] == doctest::Approx(seen[k].location_gain[i]).epsilon(1e-4).scale(1e-3));
+    }
+    CHECK_THROWS_AS(env.undo(), precondition_error);  // nothing left to step back over
+    env.keep_steps(false);
+    (void)env.step(rl::random_action(seen.front(), rng));
+    CHECK_THROWS_AS(env.undo(), precondition_error);  // steps are not kept
+}
+
+TEST_CASE("redo takes known steps again: the same graph, cost and observation as stepping there") {
+    auto model = analytic_cpu();
+    rl::GraphEnv env(builtin(), model, {});
+    env.keep_steps(true);
+    rl::Observation o = env.reset(models::build_zoo_model("inception_v3"));
+    struct Taken {
+        std::uint32_t xfer;
+        rewrite::Location where;
+        double cost_after;
+    };
+    std::vector<Taken> taken;
+    Rng rng(13);
+    while (taken.size() < 8) {
+        const rl::Action a = rl::random_action(o, rng);
+        if (a.xfer == o.num_xfers) break;
+        const rewrite::Location where = env.location(a);
+        o = env.step(a).observation;
+        taken.push_back({a.xfer, where, env.cost_ms()});
+    }
+    REQUIRE(taken.size() > 3);
+    for (std::size_t k = 0; k < taken.size(); ++k) env.undo();
+    CHECK(env.steps() == 0);
+    for (const Taken& t : taken) env.redo(t.xfer, t.where, t.cost_after);
+    CHECK(env.steps() == taken.size());
+    CHECK(env.cost_ms() == taken.back().cost_after);
+    const rl::Observation again = env.observe();
+    CHECK(again.graph.nodes == o.graph.nodes);
+    CHECK(again.graph.senders == o.graph.senders);
+    CHECK(again.xfer_mask == o.xfer_mask);
+    CHECK(again.location_nodes == o.location_nodes);
+    REQUIRE(again.location_gain.size() == o.location_gain.size());
+    for (std::size_t i = 0; i < o.location_gain.size(); ++i)
+        CHECK(again.location_gain[i] == doctest::Approx(o.location_gain[i]).epsilon(1e-4).scale(1e-3));
+    // And the episode goes on from there: a step at a location named by where it is.
+    const rl::Action next = rl::random_action(again, rng);
+    if (next.xfer < again.num_xfers) {
+        const rl::StepResult s = env.step_at(next.xfer, env.location(next));
+        CHECK(s.info.cost_ms == doctest::Approx(model.graph_cost(env.graph())).epsilon(1e-9));
+    }
+}

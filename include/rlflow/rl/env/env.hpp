@@ -16,6 +16,9 @@
 ///   sum to (cost_0 - cost_T) / cost_0 x reward_scale: the fraction of the input's cost the
 ///   episode saved. The cost is the cost model's per-op sum, or a GraphMeasure of the whole
 ///   graph (measure_with: the end-to-end latency in ONNX Runtime, cost/ort_latency.hpp).
+/// - undo() steps back over the last step and redo() takes a known step again, when the
+///   environment keeps its steps (keep_steps): a planner walks a tree of rewrites in one
+///   episode, and the index, prices and observation settle once, where it next looks.
 /// - An action the masks forbid is a programming error of the agent: step() throws
 ///   precondition_error, it does not return a penalty (the thesis's environment rewarded
 ///   invalid actions with a penalty, which teaches the masks instead of the task).
@@ -122,7 +125,70 @@ public:
         m_cost = m_initial_cost;
         m_steps = 0;
         m_done = false;
+        m_kept.clear();
         return observation();
+    }
+
+    /// Whether step() and redo() keep what undo() needs to step back over them (from the
+    /// next step on; off by default, since a kept rewrite holds the nodes it replaced).
+    void keep_steps(bool keep) {
+        m_keep_steps = keep;
+        if (!keep) m_kept.clear();
+    }
+
+    /// Steps back over the last kept step: the graph, its cost and the step count are as
+    /// they were before it, and the episode runs again. Only the graph follows at once; the
+    /// location index, the prices and the observation catch up at the next step() or
+    /// observe(), so a walk back over many steps settles once. Throws precondition_error
+    /// when no step is kept.
+    void undo() {
+        RLFLOW_EXPECTS(!m_kept.empty(), precondition_error, "GraphEnv::undo: no step is kept (keep_steps, then step)");
+        Kept last = std::move(m_kept.back());
+        m_kept.pop_back();
+        if (last.journal) m_state->revert(std::move(*last.journal));
+        m_cost = last.cost_before;
+        --m_steps;
+        m_done = false;
+    }
+
+    /// Takes again a step that was taken before from the same graph, reached by the same
+    /// steps (a planner walking down its tree): rule `xfer` at `where` (ids are
+    /// reproducible), which led to `cost_after`. As undo(), only the graph follows at once.
+    /// Needs keep_steps.
+    void redo(std::uint32_t xfer, const rewrite::Location& where, double cost_after) {
+        RLFLOW_EXPECTS(m_keep_steps && m_state.has_value() && !m_done, precondition_error,
+                       "GraphEnv::redo needs kept steps and a running episode");
+        m_kept.push_back({m_state->edit(xfer, where), m_cost});
+        m_cost = cost_after;
+        ++m_steps;
+        m_done = m_steps >= m_options.step_limit;
+    }
+
+    /// The observation of the graph now (after undo() or redo(), what step() would have
+    /// returned there).
+    Observation observe() {
+        RLFLOW_EXPECTS(m_state.has_value(), precondition_error, "GraphEnv::observe before reset");
+        catch_up();
+        return observation();
+    }
+
+    /// The location rule `xfer`'s location number `location` names now.
+    [[nodiscard]] rewrite::Location location(Action action) {
+        catch_up();
+        const rewrite::LocationIndex& index = m_state->index();
+        RLFLOW_EXPECTS(action.xfer < index.num_rules() && action.location < index.num_choices(action.xfer), precondition_error,
+                       "GraphEnv::location: no location " + std::to_string(action.location) + " of xfer " + std::to_string(action.xfer));
+        return index.location(action.xfer, action.location);
+    }
+
+    /// step() of rule `xfer` at `where`, which the index must list now.
+    StepResult step_at(std::uint32_t xfer, const rewrite::Location& where) {
+        catch_up();
+        const rewrite::LocationIndex& index = m_state->index();
+        RLFLOW_EXPECTS(xfer < index.num_rules(), precondition_error, "GraphEnv::step_at: xfer " + std::to_string(xfer) + " is out of range");
+        for (std::uint32_t l = 0; l < index.num_choices(xfer); ++l)
+            if (index.location(xfer, l) == where) return step({xfer, l});
+        throw precondition_error("GraphEnv::step_at: the index does not list that location of '" + (*m_rules)[xfer].name + "'");
     }
 
     /// Takes `action`; throws precondition_error if the masks forbid it, if no episode is
@@ -130,6 +196,7 @@ public:
     StepResult step(Action action) {
         RLFLOW_EXPECTS(m_state.has_value(), precondition_error, "GraphEnv::step before reset");
         RLFLOW_EXPECTS(!m_done, precondition_error, "GraphEnv::step after the episode ended; call reset");
+        catch_up();
         const rewrite::LocationIndex& index = m_state->index();
         const auto n = static_cast<std::uint32_t>(index.num_rules());
         RLFLOW_EXPECTS(action.xfer <= n, precondition_error,
@@ -144,12 +211,14 @@ public:
                                + std::to_string(index.num_choices(action.xfer)) + " locations)");
             const rewrite::Location where = index.location(action.xfer, action.location);
             const auto lock = pricing_lock();
-            (void)m_state->apply(action.xfer, where);  // an episode never steps back
+            EditJournal journal = m_state->apply(action.xfer, where);
+            if (m_keep_steps) m_kept.push_back({std::move(journal), m_cost});
             m_observed.forget(m_state->graph(), m_state->synced_nodes());
             result.info.rule = (*m_rules)[action.xfer].name;
             result.info.location = action.location;
             m_cost_now = m_measure ? m_measure(m_state->graph()) : m_state->cost();
         }
+        if (m_keep_steps && result.terminated) m_kept.push_back({std::nullopt, m_cost});
         ++m_steps;  // a refused action is not a step
         const double cost = result.terminated ? m_cost : m_cost_now;
         result.reward = (m_cost - cost) / m_initial_cost * m_options.reward_scale;
@@ -178,9 +247,18 @@ public:
     [[nodiscard]] bool done() const noexcept { return m_done; }
 
 private:
+    /// Brings the index, the prices and what the observation knows up to date after undo()
+    /// and redo().
+    void catch_up() {
+        if (!m_state->pending()) return;
+        const auto lock = pricing_lock();
+        m_state->sync();
+        m_observed.forget(m_state->graph(), m_state->synced_nodes());
+    }
+
     /// The observation of the graph now.
     [[nodiscard]] Observation observation() {
-        return observe(m_state->graph(), m_state->index(), m_state->tracker(), location_gains(), m_observed);
+        return rl::observe(m_state->graph(), m_state->index(), m_state->tracker(), location_gains(), m_observed);
     }
 
     /// Every valid location's one-step gain (Observation::location_gain): its kept price
@@ -216,6 +294,13 @@ private:
     double m_cost = 0;
     std::size_t m_steps = 0;
     bool m_done = false;
+    /// What undo() needs of a step: its rewrite's record (none for NO-OP) and the cost before it.
+    struct Kept {
+        std::optional<EditJournal> journal;
+        double cost_before = 0;
+    };
+    bool m_keep_steps = false;
+    std::vector<Kept> m_kept;
 };
 
 }  // namespace rlflow::rl

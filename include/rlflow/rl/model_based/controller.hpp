@@ -35,6 +35,7 @@
 #include <rlflow/rl/env/env.hpp>
 #include <rlflow/rl/model_free/policy.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -160,6 +161,20 @@ private:
     nn::Mlp<B> m_value;
     nn::Parameter<B> m_slope;
 };
+
+/// softmax(logits) over the entries `mask` allows, 0 elsewhere; at least one must be allowed.
+[[nodiscard]] inline std::vector<double> masked_probabilities(std::span<const float> logits, std::span<const std::uint8_t> mask) {
+    double top = -std::numeric_limits<double>::infinity();
+    for (std::size_t a = 0; a < logits.size(); ++a)
+        if (mask[a] != 0) top = std::max(top, static_cast<double>(logits[a]));
+    RLFLOW_EXPECTS(std::isfinite(top), precondition_error, "masked_probabilities: no valid action");
+    std::vector<double> p(logits.size(), 0.0);
+    double total = 0;
+    for (std::size_t a = 0; a < logits.size(); ++a)
+        if (mask[a] != 0) total += p[a] = std::exp(static_cast<double>(logits[a]) - top);
+    for (double& x : p) x /= total;
+    return p;
+}
 
 /// An action drawn from masked logits on the host, and its log-probability.
 struct HostChoice {

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace rlflow::rl {
@@ -53,6 +54,19 @@ public:
     [[nodiscard]] std::uint32_t num_xfers() const noexcept { return m_model->num_xfers(); }
     [[nodiscard]] std::uint32_t max_locations() const noexcept { return m_max_locations; }
 
+    /// The xfer probabilities and the value estimate of `o` (rl/plan.hpp) under the memory
+    /// h as it is; h does not advance. A planner calls begin_episode() first, so a tree
+    /// node is judged by what it shows, not by the path that reached it.
+    [[nodiscard]] Guidance guide(const Observation& o) {
+        nn::Tape<B> tape;
+        nn::NoGrad<B> no_grad(tape);
+        const Observation* one[] = {&o};
+        nn::HostMatrix logits, value;
+        (void)controller_outputs(tape, one, logits, value);
+        return {masked_probabilities(std::span<const float>(logits.data(), static_cast<std::size_t>(logits.cols())), o.xfer_mask),
+                double(value(0, 0))};
+    }
+
     /// The action for one observation; advances h.
     [[nodiscard]] Decision act(std::span<const Observation* const> observations, Rng& rng, bool greedy = false) {
         RLFLOW_EXPECTS(observations.size() == 1, precondition_error, "MbPolicy acts on one observation at a time");
@@ -62,24 +76,34 @@ public:
         nn::Tape<B> tape;
         nn::NoGrad<B> no_grad(tape);
         typename WorldModel<B>::IndexStore store;
-        const auto encoding = m_model->encode(tape, observations);
-        const std::vector<typename B::Scalar> z = encoding.z.value().to_host();
-        const std::int64_t latent = m_frozen_model.latent();
-        nn::HostMatrix zh(1, latent + m_h.cols()), gains(1, num_xfers()), logits, value;
-        for (std::int64_t d = 0; d < latent; ++d) zh(0, d) = static_cast<float>(z[static_cast<std::size_t>(d)]);
-        zh.rightCols(m_h.cols()) = m_h;
-        const std::vector<float> g = xfer_best_gains(o);
-        for (std::uint32_t x = 0; x < num_xfers(); ++x) gains(0, x) = g[x];
-        m_frozen_controller.logits(zh, gains, logits);
-        m_frozen_controller.values(zh, value);
+        nn::HostMatrix logits, value;
+        const auto [encoding, zh] = controller_outputs(tape, observations, logits, value);
         HostChoice c = choose_masked(std::span<const float>(logits.data(), static_cast<std::size_t>(logits.cols())), o.xfer_mask, rng, greedy);
         if (!greedy && m_exploration > 0 && rng.uniform() < m_exploration) c.action = random_xfer(o, rng);
         const Action a{c.action, c.action < num_xfers() ? best_location(o, c.action) : 0};
-        advance(tape, encoding, observations, zh.leftCols(latent), a, store);
+        advance(tape, encoding, observations, zh.leftCols(m_frozen_model.latent()), a, store);
         return {{a}, {c.log_prob}, {double(value(0, 0))}};
     }
 
 private:
+    /// Encodes the one observation of `observations` into z and fills C's `logits` and
+    /// `value` from [z, h] and its gains; returns the encoding and [z, h].
+    std::pair<typename WorldModel<B>::Encoding, nn::HostMatrix> controller_outputs(nn::Tape<B>& tape,
+                                                                                   std::span<const Observation* const> observations,
+                                                                                   nn::HostMatrix& logits, nn::HostMatrix& value) {
+        auto encoding = m_model->encode(tape, observations);
+        const std::vector<typename B::Scalar> z = encoding.z.value().to_host();
+        const std::int64_t latent = m_frozen_model.latent();
+        nn::HostMatrix zh(1, latent + m_h.cols()), gains(1, num_xfers());
+        for (std::int64_t d = 0; d < latent; ++d) zh(0, d) = static_cast<float>(z[static_cast<std::size_t>(d)]);
+        zh.rightCols(m_h.cols()) = m_h;
+        const std::vector<float> g = xfer_best_gains(*observations[0]);
+        for (std::uint32_t x = 0; x < num_xfers(); ++x) gains(0, x) = g[x];
+        m_frozen_controller.logits(zh, gains, logits);
+        m_frozen_controller.values(zh, value);
+        return {std::move(encoding), std::move(zh)};
+    }
+
     void advance(nn::Tape<B>& tape, const typename WorldModel<B>::Encoding& encoding, std::span<const Observation* const> observations,
                  const nn::HostMatrix& z, Action a, typename WorldModel<B>::IndexStore& store) {
         const std::int32_t row = 0;

@@ -100,6 +100,13 @@ struct Decision {
     std::vector<double> values;
 };
 
+/// What a planner reads of one observation (rl/plan.hpp): the probability of every xfer,
+/// N + 1 entries with NO-OP last and 0 where the mask forbids, and the value estimate.
+struct Guidance {
+    std::vector<double> xfer_probs;
+    double value = 0;
+};
+
 template <nn::TensorBackend B>
 class ActorCritic {
 public:
@@ -186,6 +193,22 @@ public:
             }
         }
         return d;
+    }
+
+    /// The xfer probabilities and the value estimate of `o`.
+    [[nodiscard]] Guidance guide(const Observation& o) {
+        nn::Tape<B> tape;
+        nn::NoGrad<B> no_grad(tape);
+        PolicyPass<B> pass;
+        const Observation* one[] = {&o};
+        const Heads heads = encode(tape, one, pass);
+        const std::vector<Scalar> log_probs = heads.xfer.log_probabilities().value().to_host();
+        Guidance g;
+        g.xfer_probs.reserve(o.xfer_mask.size());
+        for (std::size_t x = 0; x < o.xfer_mask.size(); ++x)
+            g.xfer_probs.push_back(o.xfer_mask[x] != 0 ? std::exp(static_cast<double>(log_probs[x])) : 0.0);
+        g.value = static_cast<double>(heads.value.value().to_host()[0]);
+        return g;
     }
 
     /// The value estimates of `observations`.
