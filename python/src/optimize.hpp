@@ -113,7 +113,7 @@ inline void bind_optimize(py::module_& m) {
 As `rlflow optimize`: `target` is auto, ort-cpu (ONNX Runtime on this CPU, by default level all with a
 thread per physical core; `ort_level` and `ort_threads` refine it) or cuda; `search` is greedy, taso,
 eqsat, mf or mb (mf/mb roll out the agent in the directory `agent`, then with `plan`='mcts' guide a
-tree search of `simulations` simulations a step); `cost` is auto (the target's own
+tree search of `simulations` simulations a step, or with `plan`='eqsat' seed equality saturation); `cost` is auto (the target's own
 prices), analytic, cpu, ort or cudnn; `budget` bounds the search (0: by the graph's size). The best
 candidates are timed against the input in ONNX Runtime (`guard`), and the input is returned unchanged
 unless one is faster. `portable` writes standard ONNX ops only (an input holding an ONNX Runtime

@@ -107,3 +107,23 @@ TEST_CASE("the tree search commits step by step and ends with a graph priced as 
     CHECK(improvements.back() == r.cost_ms);
     CHECK_THROWS_AS(env.undo(), precondition_error);  // the plan's steps are not kept after it
 }
+
+TEST_CASE("equality saturation seeded with the rollouts' cheapest graph keeps the cheaper of both, with its rewrites counted") {
+    auto model = test::analytic_cpu();
+    const Graph graph = models::build_zoo_model("squeezenet1_1");
+    const rl::GraphEnv probe(test::builtin(), model, {});
+    rl::ActorCritic<PlanFloat> policy(probe.num_xfers(), static_cast<std::uint32_t>(rl::EnvOptions{}.max_locations), {.seed = 8});
+    rl::AgentSearchOptions options = planning(rl::PlanKind::none, 6);  // a short rollout, which leaves work to do
+    const search::SearchResult rolled = rl::agent_search(graph, test::builtin(), model, policy, options);
+    options.plan.kind = rl::PlanKind::eqsat;
+    const search::SearchResult saturated = rl::agent_search(graph, test::builtin(), model, policy, options);
+    CHECK(saturated.best_cost_ms < rolled.best_cost_ms);
+    CHECK(saturated.best_cost_ms == doctest::Approx(model.graph_cost(saturated.graph)).epsilon(1e-9));
+    std::size_t counted = 0;
+    for (const auto& [rule, count] : saturated.rewrites) counted += count;
+    CHECK(counted == saturated.sequence.size());
+    CHECK(counted > rolled.sequence.size());
+    // Equality saturation alone from the input finds no cheaper graph than from the agent's.
+    const search::EqsatResult alone = search::eqsat(graph, test::builtin(), model);
+    CHECK(saturated.best_cost_ms <= alone.search.best_cost_ms * (1 + 1e-9));
+}

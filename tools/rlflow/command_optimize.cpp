@@ -75,8 +75,9 @@ void add_optimize_command(CLI::App& app) {
                     "met) or noop (a rollout ends at the agent's NO-OP, as in training)")
         ->check(CLI::IsMember(agent_stop_names.names()))->capture_default_str();
     cmd->add_option("--plan", o->plan,
-                    "--search mf|mb: none (rollouts only) or mcts (then a tree search over rewrites guided by the agent's "
-                    "probabilities and value estimates, with the rest of --budget; the cheapest graph met is kept)")
+                    "--search mf|mb: none (rollouts only), mcts (then a tree search over rewrites guided by the agent's "
+                    "probabilities and value estimates, with the rest of --budget; the cheapest graph met is kept) or eqsat "
+                    "(then equality saturation from the rollouts' cheapest graph, as --search eqsat at its defaults)")
         ->check(CLI::IsMember(rl::plan_kind_names.names()))->capture_default_str();
     cmd->add_option("--simulations", o->simulations, "--plan mcts: simulations before each step the search commits to")
         ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))->capture_default_str();

@@ -6,19 +6,23 @@
 /// like any other search's. By default rollouts go on past the policy's NO-OP to the step
 /// limit (AgentSearchOptions::until_limit). With a plan (AgentSearchOptions::plan), the
 /// agent then guides a tree search (plan.hpp) with the rest of the budget, whose cheapest
-/// graph competes with the rollouts'. Runners-up are the other rollouts' cheapest distinct graphs.
+/// graph competes with the rollouts'; or the rollouts' cheapest graph seeds equality
+/// saturation (PlanKind::eqsat). Runners-up are the other rollouts' cheapest distinct graphs.
 
 #include <rlflow/core/canonical.hpp>
 #include <rlflow/core/random.hpp>
 #include <rlflow/rl/env/env.hpp>
 #include <rlflow/rl/model_free/policy.hpp>
 #include <rlflow/rl/plan.hpp>
+#include <rlflow/search/eqsat.hpp>
 #include <rlflow/search/search.hpp>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <unordered_set>
 #include <vector>
 
@@ -74,6 +78,8 @@ template <class Policy, cost::CostBackend C>
         Graph graph;
         double cost_ms;
         std::vector<std::uint32_t> path;
+        /// Rewrites equality saturation added after the path (they have no order).
+        std::map<std::string, std::size_t> saturated;
     };
     std::vector<Best> bests;  // one per rollout, and the plan's; cheapest first
     const auto keep = [&bests](Best b) {
@@ -87,7 +93,7 @@ template <class Policy, cost::CostBackend C>
         Observation o = env.reset(graph);
         if constexpr (requires { policy.begin_episode(); }) policy.begin_episode();
         result.initial_cost_ms = env.initial_cost_ms();
-        Best best{env.graph(), env.cost_ms(), {}};
+        Best best{env.graph(), env.cost_ms(), {}, {}};
         std::vector<std::uint32_t> path;
         std::size_t since_best = 0;  // steps since the rollout's cheapest graph
         for (;;) {
@@ -106,7 +112,7 @@ template <class Policy, cost::CostBackend C>
             // A real gain, not the rounding of a running total that a rewrite and its
             // inverse leave behind.
             if (s.info.cost_ms < best.cost_ms * (1 - significant_gain)) {
-                best = {env.graph(), s.info.cost_ms, path};
+                best = {env.graph(), s.info.cost_ms, path, {}};
                 since_best = 0;
             }
             if (options.search.on_progress)
@@ -131,7 +137,21 @@ template <class Policy, cost::CostBackend C>
             result.reason = *planned.stopped;
             stopped = true;
         }
-        keep({std::move(planned.graph), planned.cost_ms, std::move(planned.path)});
+        keep({std::move(planned.graph), planned.cost_ms, std::move(planned.path), {}});
+    }
+    // Saturation follows rollouts that spent the budget (it is not counted in it), not
+    // ones the clock or the caller stopped.
+    if (options.plan.kind == PlanKind::eqsat && (!stopped || result.reason == search::StopReason::budget)) {
+        search::SearchOptions saturation = options.search;
+        if (saturation.time_limit_seconds > 0) saturation.time_limit_seconds = std::max(saturation.time_limit_seconds - stop.seconds(), 1e-3);
+        saturation.on_progress = nullptr;
+        search::EqsatResult e = search::eqsat(bests.front().graph, rules, model, saturation);
+        if (e.search.best_cost_ms < bests.front().cost_ms * (1 - significant_gain))
+            keep({std::move(e.search.graph), e.search.best_cost_ms, bests.front().path, std::move(e.search.rewrites)});
+        if (e.search.reason == search::StopReason::interrupted) {
+            result.reason = e.search.reason;
+            stopped = true;
+        }
     }
     if (!stopped) result.reason = search::StopReason::converged;
     const Best& top = bests.front();
@@ -139,6 +159,10 @@ template <class Policy, cost::CostBackend C>
     result.best_cost_ms = model.graph_cost(result.graph);
     result.rewrites = search::named_counts(*rules, top.path);
     result.sequence = search::named_sequence(*rules, top.path);
+    for (const auto& [name, count] : top.saturated) {
+        result.rewrites[name] += count;
+        result.sequence.insert(result.sequence.end(), count, name);  // in name order
+    }
     std::unordered_set<std::uint64_t> seen{canonical_hash(top.graph)};
     for (std::size_t i = 1; i < bests.size() && result.runners_up.size() + 1 < options.search.keep_best; ++i) {
         if (bests[i].path.empty() || !seen.insert(canonical_hash(bests[i].graph)).second) continue;

@@ -16,12 +16,16 @@ enum class PlanKind : std::uint8_t {
     none,
     /// A tree search guided by the agent (plan.hpp), after the rollouts.
     mcts,
+    /// The agent proposes, equality saturation disposes: the cheapest graph the rollouts
+    /// met seeds an e-graph, whose cheapest extraction is kept if it is cheaper still.
+    eqsat,
 };
 
 /// --plan's names, and the report's.
-inline constexpr NameTable<PlanKind, 2> plan_kind_names{{{
+inline constexpr NameTable<PlanKind, 3> plan_kind_names{{{
     {PlanKind::none, "none"},
     {PlanKind::mcts, "mcts"},
+    {PlanKind::eqsat, "eqsat"},
 }}};
 
 /// The tree search's settings.
