@@ -13,6 +13,7 @@
 #include <rlflow/rl/env/action_space.hpp>
 #include <rlflow/rl/env/agent_dir.hpp>
 #include <rlflow/rl/env/env.hpp>
+#include <rlflow/rl/env/horizon.hpp>
 #include <rlflow/rl/env/observation.hpp>
 #include <rlflow/rl/env/random_policy.hpp>
 #include <rlflow/rl/model_based/agent_file.hpp>

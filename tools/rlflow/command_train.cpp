@@ -57,8 +57,10 @@ void add_train_command(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--rollout-steps", o->rollout_steps, "environment steps per update")
         ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))->capture_default_str();
-    cmd->add_option("--step-limit", o->step_limit, "steps after which an episode is cut")
-        ->check(CLI::Range(std::size_t{1}, std::size_t{100'000}))->capture_default_str();
+    cmd->add_option("--step-limit", o->step_limit,
+                    "steps after which an episode is cut (0: by the graphs, twice the rewrites greedy search takes on the one "
+                    "that takes the most, at least 100)")
+        ->check(CLI::Range(std::size_t{0}, std::size_t{100'000}))->capture_default_str();
     cmd->add_flag("--no-gains", o->no_gains,
                   "do not show the agent each location's one-step gain (faster steps, weaker agent)");
     cmd->add_option("--entropy", o->entropy_coefficient, "PPO's entropy bonus (both heads)")

@@ -36,6 +36,7 @@
 #include <mutex>
 #include <unordered_map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -70,7 +71,8 @@ struct TrainOptions {
     /// never pay at the target are not in a new agent's action space.
     std::string ledger = "auto";
     std::size_t rollout_steps = rl::PpoOptions{}.rollout_steps;
-    std::size_t step_limit = rl::EnvOptions{}.step_limit;
+    /// 0: by the graphs (rl::episode_step_limit of greedy search's rewrites).
+    std::size_t step_limit = 0;
     bool no_gains = false;
     std::size_t checkpoint_every = 5;
     double entropy_coefficient = rl::PpoOptions{}.entropy_coefficient;
@@ -150,7 +152,6 @@ inline rl::MfAgentState agent_state_for(const TrainOptions& o, const std::string
         o.entropy_coefficient * rl::PpoOptions{}.final_entropy_coefficient / rl::PpoOptions{}.entropy_coefficient);
     state.ppo.learning_rate = o.learning_rate;
     state.ppo.environments_per_graph = o.environments_per_graph;
-    state.env.step_limit = o.step_limit;
     state.env.one_step_gains = !o.no_gains;
     state.cost_backend = rewards_from;
     state.target = o.trained_for;
@@ -342,6 +343,18 @@ inline std::shared_ptr<const rewrite::RuleSet> new_action_space(const TrainOptio
     return std::make_shared<const rewrite::RuleSet>(rl::rules_matching(*library, builtins, graphs));
 }
 
+/// The step limit of a new agent's episodes: --step-limit, or by the graphs (twice the
+/// rewrites greedy search takes on the one that takes the most, at least 100), said once.
+template <cost::CostBackend Backend>
+std::size_t episode_steps(const TrainOptions& o, const std::vector<Graph>& graphs, const std::shared_ptr<const rewrite::RuleSet>& rules,
+                          cost::CostModel<Backend>& model, bool root) {
+    if (o.step_limit > 0) return o.step_limit;
+    const std::size_t rewrites = rl::greedy_rewrites(std::span<const Graph>(graphs), rules, model);
+    const std::size_t limit = rl::episode_step_limit(rewrites);
+    if (root) std::printf("episodes of %zu steps (greedy search takes %zu rewrites)\n", limit, rewrites);
+    return limit;
+}
+
 /// The model-free agent's action space: its own rules when it resumes or starts from
 /// another agent (--init-from), else a new one (then written into `state`).
 inline std::shared_ptr<const rewrite::RuleSet> mf_action_space(const TrainOptions& o, rl::MfAgentState& state, const std::vector<Graph>& graphs,
@@ -442,6 +455,7 @@ void train_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
     std::vector<Graph> graphs;
     for (const std::string& g : state.graphs) graphs.push_back(load_model(g, o.load));
     const auto rules = mf_action_space(o, state, graphs, ranks.root());
+    if (!o.resume) state.env.step_limit = episode_steps(o, graphs, rules, model, ranks.root());
     const std::vector<std::string> keys = interface_keys(graphs);
     rl::MfTrainer<AgentBackend, Backend> trainer(std::move(graphs), rules, model, state, o.jobs, reward.measure(), ranks.comm());
     if (o.resume) rl::load_agent_weights(dir, trainer.policy().parameters(), &trainer.adam());
@@ -541,7 +555,7 @@ void train_mb_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
     for (const std::string& g : o.graphs) graphs.push_back(load_model(g, o.load));
     const auto rules = new_action_space(o, graphs, ranks.root());
     rl::MbOptions options;
-    options.env.step_limit = o.step_limit;
+    options.env.step_limit = episode_steps(o, graphs, rules, model, ranks.root());
     options.env.one_step_gains = !o.no_gains;
     options.dream.temperature = o.temperature;
     options.real_steps = o.real_steps;
