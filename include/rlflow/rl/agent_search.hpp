@@ -146,8 +146,11 @@ template <class Policy, cost::CostBackend C>
         if (saturation.time_limit_seconds > 0) saturation.time_limit_seconds = std::max(saturation.time_limit_seconds - stop.seconds(), 1e-3);
         saturation.on_progress = nullptr;
         search::EqsatResult e = search::eqsat(bests.front().graph, rules, model, saturation);
-        if (e.search.best_cost_ms < bests.front().cost_ms * (1 - significant_gain))
-            keep({std::move(e.search.graph), e.search.best_cost_ms, bests.front().path, std::move(e.search.rewrites)});
+        // Priced as the rollouts' graphs are, the whole graph summed: the extraction's own
+        // figure counts a subgraph its choices share once, and can be the lower.
+        const double saturated_ms = model.graph_cost(e.search.graph);
+        if (saturated_ms < bests.front().cost_ms * (1 - significant_gain))
+            keep({std::move(e.search.graph), saturated_ms, bests.front().path, std::move(e.search.rewrites)});
         if (e.search.reason == search::StopReason::interrupted) {
             result.reason = e.search.reason;
             stopped = true;
