@@ -30,7 +30,6 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
-#include <numeric>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -99,11 +98,8 @@ struct ReturnBounds {
 
 /// The children of a node at observation `o` as `guidance` ranks them: the most probable
 /// xfers but NO-OP (at most `max_children`, the most probable first, index order among
-/// equals), each at its `locations` best one-step-gain locations (the best first, index
-/// order among equals); an xfer's probability, renormalised over the chosen xfers, is
-/// shared by its locations in proportion to 1, 1/2, 1/3, ...
-[[nodiscard]] inline std::vector<detail::PlanEdge> plan_children(const Observation& o, const Guidance& guidance, std::size_t max_children,
-                                                                 std::size_t locations = 1) {
+/// equals), each at its best one-step-gain location, priors renormalised over them.
+[[nodiscard]] inline std::vector<detail::PlanEdge> plan_children(const Observation& o, const Guidance& guidance, std::size_t max_children) {
     std::vector<std::uint32_t> xfers;
     for (std::uint32_t x = 0; x < o.num_xfers; ++x)
         if (o.location_count(x) > 0) xfers.push_back(x);
@@ -113,17 +109,10 @@ struct ReturnBounds {
     double total = 0;
     for (const std::uint32_t x : xfers) total += guidance.xfer_probs[x];
     std::vector<detail::PlanEdge> edges;
-    std::vector<std::uint32_t> order;
     for (const std::uint32_t x : xfers) {
-        order.resize(o.location_count(x));
-        std::iota(order.begin(), order.end(), 0U);
-        std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return o.gain(x, a) > o.gain(x, b); });
-        order.resize(std::min(order.size(), locations));
-        double harmonic = 0;
-        for (std::size_t k = 1; k <= order.size(); ++k) harmonic += 1.0 / static_cast<double>(k);
+        const std::uint32_t l = best_location(o, x);
         const double prior = total > 0 ? guidance.xfer_probs[x] / total : 1.0 / static_cast<double>(xfers.size());
-        for (std::size_t k = 0; k < order.size(); ++k)
-            edges.push_back({Action{x, order[k]}, prior / (static_cast<double>(k + 1) * harmonic), static_cast<double>(o.gain(x, order[k]))});
+        edges.push_back({Action{x, l}, prior, static_cast<double>(o.gain(x, l))});
     }
     return edges;
 }
@@ -155,7 +144,7 @@ template <PlanningPolicy Policy, cost::CostBackend C>
         ++expansions;
         if (done) return 0.0;
         const Guidance g = policy.guide(o);
-        nodes.back().edges = plan_children(o, g, options.max_children, options.locations);
+        nodes.back().edges = plan_children(o, g, options.max_children);
         for (detail::PlanEdge& e : nodes.back().edges) e.where = env.location(e.action);
         return g.value;
     };

@@ -37,8 +37,6 @@ struct PlanOptions {
     double exploration = 1.25;
     /// The most probable xfers a node offers as children.
     std::size_t max_children = 12;
-    /// The locations of each (its best by one-step gain).
-    std::size_t locations = 1;
 };
 
 }  // namespace rlflow::rl
