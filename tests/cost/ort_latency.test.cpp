@@ -124,3 +124,29 @@ TEST_CASE("ORT latencies of later graphs are the reference's times a paired rati
     CHECK(fastest->ms == reference);  // the heavy graph did not displace the start
     CHECK(latency.confirm(cost::OrtLatency::interface_key(small_graph(false)), 3, 1) == 1.0);  // nothing faster to confirm
 }
+
+TEST_CASE("ORT latencies add sessions until the sign test decides, up to max_sessions") {
+    if (const auto why = cost::ort_unavailable_reason()) {
+        MESSAGE("skipped: ", *why);
+        return;
+    }
+    cost::OrtWorker worker;
+    cost::OrtLatencyOptions options;
+    options.runs = 7;
+    options.sessions = 1;
+    options.max_sessions = 4;
+    options.warm_process = false;
+    const auto sessions_for_heavy = [&](double significance) {
+        options.significance = significance;
+        cost::OrtLatency latency(worker, options);
+        (void)latency(small_graph(false));
+        const std::size_t before = latency.sessions_run();
+        const double ratio = latency(small_graph(false, 64)) / latency(small_graph(false));
+        CHECK(ratio > 2);  // as in the case above: far slower than the start
+        return latency.sessions_run() - before;
+    };
+    // 7 of 7 paired runs slower: p = 1/128, decided after the first session.
+    CHECK(sessions_for_heavy(0.05) == 1);
+    // At a significance no 28 runs can reach, every session up to the most is run.
+    CHECK(sessions_for_heavy(1e-12) == 4);
+}

@@ -71,8 +71,10 @@ void add_optimize_command(CLI::App& app) {
     cmd->add_option("--samples", o->samples, "--search mf|mb: sampled rollouts after the greedy one")
         ->check(CLI::Range(std::size_t{0}, std::size_t{100'000}))->capture_default_str();
     cmd->add_option("--agent-stop", o->agent_stop,
-                    "--search mf|mb: limit (roll on past the agent's NO-OP to the step limit, keeping the cheapest graph "
-                    "met) or noop (a rollout ends at the agent's NO-OP, as in training)")
+                    "--search mf|mb: auto (noop for an agent trained with a latency --reward, else limit), limit (roll on "
+                    "past the agent's NO-OP to the step limit, keeping the cheapest graph met) or noop (a rollout ends at "
+                    "the agent's NO-OP, as in training; an agent trained on latency offers where it ended first, and the "
+                    "guard times it whatever the cost model says)")
         ->check(CLI::IsMember(agent_stop_names.names()))->capture_default_str();
     cmd->add_option("--plan", o->plan,
                     "--search mf|mb: none (rollouts only), mcts (then a tree search over rewrites guided by the agent's "

@@ -79,7 +79,7 @@ struct OptimizeOptions {
     /// where a rollout ends (limit or noop).
     std::string agent;
     std::size_t samples = 0;
-    std::string agent_stop = "limit";
+    std::string agent_stop = "auto";
     /// --search mf|mb: the tree search the agent guides after its rollouts.
     std::string plan{rl::plan_kind_names.name(rl::PlanOptions{}.kind)};
     std::size_t simulations = rl::PlanOptions{}.simulations;

@@ -44,6 +44,10 @@ void add_train_command(CLI::App& app) {
                     "--reward ort-latency: sessions per graph; the latency is the start's times the median of their "
                     "median paired ratios")
         ->check(CLI::Range(1, 100))->capture_default_str();
+    cmd->add_option("--latency-max-sessions", o->latency_max_sessions,
+                    "--reward ort-latency: sessions per graph at most; past --latency-sessions one more at a time until a "
+                    "sign test over all its paired runs says faster or slower than the start (p <= 0.05)")
+        ->check(CLI::Range(1, 100))->capture_default_str();
     cmd->add_option("--cost-cache", o->cost_cache,
                     "read op costs from, and save them to, this file ('none': no cache; default for measuring backends: "
                     "~/.cache/rlflow, shared with optimize)");

@@ -63,6 +63,7 @@ struct TrainOptions {
     /// --reward ort-latency: timed runs per session, and sessions per graph.
     int latency_runs = cost::OrtLatencyOptions{}.runs;
     int latency_sessions = cost::OrtLatencyOptions{}.sessions;
+    int latency_max_sessions = 6;
     /// Resolved from `where` before training: the target, and what the agent records of it.
     cost::Target target;
     std::string trained_for;
@@ -232,6 +233,7 @@ struct LatencyReward {
         measuring.seed = o.seed;
         measuring.runs = o.latency_runs;
         measuring.sessions = o.latency_sessions;
+        measuring.max_sessions = o.latency_max_sessions;
         measuring.settings = o.target.ort;
         latency = std::make_unique<cost::OrtLatency>(*worker, measuring);
     }
@@ -307,6 +309,8 @@ inline void write_timeline(const cost::OrtLatency& latency, const std::vector<st
 /// measurement of one is not.
 inline void write_fastest(cost::OrtLatency& latency, const std::vector<std::string>& keys, const std::vector<std::string>& names,
                           const std::filesystem::path& dir) {
+    std::printf("ORT latency: %zu graphs timed in %zu sessions, %zu answers from the cache\n", latency.measured(), latency.sessions_run(),
+                latency.cache_hits());
     write_timeline(latency, keys, names, dir);
     nlohmann::json all = nlohmann::json::array();
     for (std::size_t i = 0; i < keys.size(); ++i) {
@@ -509,11 +513,7 @@ void train_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
         std::printf("%s after %zu updates, %zu environment steps, %zu episodes; agent saved in %s\n",
                     stop == Stop::by_user ? "interrupted" : "done", trainer.state().updates, trainer.state().env_steps,
                     trainer.state().episodes, dir.c_str());
-    if (reward.latency) {
-        std::printf("ORT latency: %zu graphs timed, %zu answers from the cache\n", reward.latency->measured(),
-                    reward.latency->cache_hits());
-        write_fastest(*reward.latency, keys, state.graphs, dir);
-    }
+    if (reward.latency) write_fastest(*reward.latency, keys, state.graphs, dir);
     if (reward.gpu) std::printf("GPU latency: %zu graphs timed\n", reward.gpu->measured());
 }
 

@@ -35,6 +35,12 @@
 /// graph: two agents started on one graph are compared by when each first met the graph
 /// the other ended with, which one noisy latency per graph cannot tell.
 ///
+/// Noise-aware: with `max_sessions` above `sessions`, a graph's sessions go on one at a
+/// time past `sessions` until a sign test over all its paired runs so far says it is
+/// faster or slower than the reference at `significance`, or `max_sessions` have run. A
+/// graph that differs from the reference by less than the noise earns its latency from
+/// the most runs; one that clearly differs, from the fewest.
+///
 /// The first reference is timed once more before its measurement, in one session whose
 /// result is dropped (`warm_process`): a fresh ORT process's first session can run slower
 /// than the sessions after it.
@@ -60,6 +66,11 @@ struct OrtLatencyOptions {
     int warmup = 2;
     int runs = 9;
     int sessions = 3;
+    /// Sessions at most, added one at a time until the sign test decides (see the file
+    /// comment; at most `sessions`: none added).
+    int max_sessions = 0;
+    /// The one-sided significance of each side of that sign test.
+    double significance = 0.05;
     /// Time the first reference once, unrecorded, before measuring it (see the file comment).
     bool warm_process = true;
     /// Seed of the random inputs.
@@ -77,6 +88,8 @@ public:
         m_options.settings.validate();
         RLFLOW_EXPECTS(m_options.warmup >= 0 && m_options.runs >= 1 && m_options.sessions >= 1, precondition_error,
                        "OrtLatencyOptions: warmup must be >= 0, runs and sessions >= 1");
+        RLFLOW_EXPECTS(m_options.significance > 0 && m_options.significance < 1, precondition_error,
+                       "OrtLatencyOptions: significance must be in (0, 1)");
     }
 
     /// "ort-latency:<version>:<level>:t<threads>": what rewards measured with it are in.
@@ -159,6 +172,8 @@ public:
 
     /// Graphs timed, and answers from the cache.
     [[nodiscard]] std::size_t measured() const noexcept { return m_measured; }
+    /// ONNX Runtime sessions run to time graphs (references and confirmations included).
+    [[nodiscard]] std::size_t sessions_run() const noexcept { return m_sessions_run; }
     [[nodiscard]] std::size_t cache_hits() const noexcept { return m_hits; }
 
 private:
@@ -175,15 +190,30 @@ private:
     }
 
     /// Times `model` interleaved with its interface's reference: the reference's latency
-    /// times the median over `sessions` sessions of the median of `runs` paired ratios.
+    /// times the median over sessions of the median of `runs` paired ratios; `sessions`
+    /// of them, then more while the sign test has not decided (see the file comment).
     [[nodiscard]] double time_against(const onnx_io::pb::ModelProto& model, const Fastest& reference, int runs, int sessions) {
         const std::filesystem::path file = m_scratch.path() / "graph.onnx";
         onnx_io::save_model(model, file);
         std::vector<double> ratios;
-        for (const auto& timed : time_sessions({reference.file, file}, runs, sessions, true)) {
-            const std::vector<double> paired = detail::paired_ratios(timed[0], timed[1]);
-            if (!paired.empty()) ratios.push_back(detail::median(paired));
-        }
+        std::size_t faster = 0;
+        std::size_t slower = 0;
+        const auto add = [&](const std::vector<std::vector<std::vector<double>>>& timed_sessions) {
+            for (const auto& timed : timed_sessions) {
+                const std::vector<double> paired = detail::paired_ratios(timed[0], timed[1]);
+                if (!paired.empty()) ratios.push_back(detail::median(paired));
+                for (const double r : paired) {
+                    faster += r < 1 ? 1 : 0;
+                    slower += r > 1 ? 1 : 0;
+                }
+            }
+        };
+        const auto decided = [&] {
+            const std::size_t n = faster + slower;  // ties tell neither side
+            return detail::sign_test_p(faster, n) <= m_options.significance || detail::sign_test_p(slower, n) <= m_options.significance;
+        };
+        add(time_sessions({reference.file, file}, runs, sessions, true));
+        for (int more = sessions; more < m_options.max_sessions && !decided(); ++more) add(time_sessions({reference.file, file}, runs, 1, true));
         RLFLOW_EXPECTS(!ratios.empty(), io_error, "ONNX Runtime timed no paired runs of a graph of the episode");
         return reference.first_ms * detail::median(std::move(ratios));
     }
@@ -216,6 +246,7 @@ private:
                 else error = t.error;
             }
             if (timed.size() == files.size()) sessions.push_back(std::move(timed));
+            ++m_sessions_run;
         }
         RLFLOW_EXPECTS(!sessions.empty(), io_error, "ONNX Runtime could not time a graph of the episode: " + error);
         return sessions;
@@ -230,6 +261,7 @@ private:
     std::chrono::steady_clock::time_point m_made = std::chrono::steady_clock::now();
     std::size_t m_measured = 0;
     std::size_t m_hits = 0;
+    std::size_t m_sessions_run = 0;
 };
 
 }  // namespace rlflow::cost

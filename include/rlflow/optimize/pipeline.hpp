@@ -123,9 +123,11 @@ inline void note_agent(const OptimizeRequest& r, const std::filesystem::path& di
              "warning: the agent in " + dir.string() + " was trained for " + trained_for + "; this run optimises for " + priced_for);
 }
 
-/// The target the agent of `a` was trained for ("" for an agent saved before targets).
-[[nodiscard]] inline std::string agent_target(const AgentSpec& a) {
-    return rl::read_agent_header(a.dir).target;
+/// Where the rollouts of `a`, whose agent state is `state`, end (AgentStop::automatic:
+/// at the NO-OP of an agent that learned from measured latency, else at the step limit).
+[[nodiscard]] inline AgentStop agent_stop(const AgentSpec& a, const rl::AgentHeader& state) {
+    if (a.stop != AgentStop::automatic) return a.stop;
+    return rl::learned_from_latency(state) ? AgentStop::noop : AgentStop::limit;
 }
 
 /// Rolls out the agent `a` names with `library` holding its rules.
@@ -135,20 +137,21 @@ search::SearchResult agent_search(const OptimizeRequest& r, const AgentSpec& a, 
     const std::string name(search_kind_names.name(search_kind(r.search)));
     RLFLOW_EXPECTS(!a.dir.empty(), precondition_error,
                    "--search " + name + " needs --agent DIR (a directory `rlflow train --agent " + name + "` wrote)");
-    const auto rollouts = [&](const rl::EnvOptions& env) {
+    const auto rollouts = [&](const rl::AgentHeader& state) {
         rl::AgentSearchOptions out;
         out.samples = a.samples;
-        out.until_limit = a.stop == AgentStop::limit;
+        out.until_limit = agent_stop(a, state) == AgentStop::limit;
+        out.endpoints = !out.until_limit && rl::learned_from_latency(state);
         out.plan = a.plan;
         out.seed = r.seed;
-        out.env = env;
+        out.env = state.env;
         out.search = options;
         return out;
     };
     const auto roll_out = [&](const rl::AgentHeader& state, auto& policy) {
         note_agent(r, a.dir, state.cost_backend, model.name(), state.target, priced_for);
         const auto rules = std::make_shared<const rewrite::RuleSet>(rl::agent_rules(state, library, a.dir));
-        return rl::agent_search(g, rules, model, policy, rollouts(state.env));
+        return rl::agent_search(g, rules, model, policy, rollouts(state));
     };
     if (a.kind == AgentKind::model_based) {
         rl::MbAgent<AgentBackend> agent(a.dir);
@@ -245,15 +248,19 @@ inline void settle_as_written(Graph& g) {
 /// The search's best graph and runners-up as they would be written, each settled. Only
 /// graphs the cost model prices below the input: one that costs the same (rewrites that
 /// cancel, or forms ORT runs alike) is no gain, and timing it against the input would only
-/// give the noise a chance to win.
+/// give the noise a chance to win. Graphs an agent chose by what it learned from measured
+/// latency (SearchResult::chosen_by_policy) are kept whatever they cost: that is what the
+/// cost model does not see. Graphs no rewrite made are never candidates.
 [[nodiscard]] inline std::vector<Outcome> candidate_outcomes(search::SearchResult& r, const std::string& proposer) {
     constexpr double rounding = 1e-9;  // relative: sums of the same prices in another order
     const double below = r.initial_cost_ms * (1 - rounding);
+    const auto wanted = [&](double cost_ms, const std::map<std::string, std::size_t>& rewrites) {
+        return !rewrites.empty() && (r.chosen_by_policy || cost_ms < below);
+    };
     std::vector<Outcome> out;
-    if (r.rewrites.empty()) return out;
-    if (r.best_cost_ms < below) out.push_back({std::move(r.graph), r.best_cost_ms, r.rewrites, r.sequence, false, {proposer}});
+    if (wanted(r.best_cost_ms, r.rewrites)) out.push_back({std::move(r.graph), r.best_cost_ms, r.rewrites, r.sequence, false, {proposer}});
     for (auto& runner : r.runners_up)
-        if (runner.cost_ms < below)
+        if (wanted(runner.cost_ms, runner.rewrites))
             out.push_back({std::move(runner.graph), runner.cost_ms, runner.rewrites, runner.sequence, false, {proposer}});
     for (Outcome& c : out) settle_as_written(c.graph);
     return out;
@@ -594,8 +601,9 @@ inline void describe(OptimizeReport& report, const OptimizeRequest& r, const Gra
     report.seconds = found.seconds;
     report.proposed_by = written.proposed_by;
     if (const auto* a = std::get_if<AgentSpec>(&r.search)) {
-        const std::string trained_for = agent_target(*a);
-        report.agent = AgentUse{a->dir.string(), trained_for, trained_for == report.prices_for, found.expansions, found.seconds, a->samples, a->stop, a->plan};
+        const rl::AgentHeader state = rl::read_agent_header(a->dir);
+        report.agent = AgentUse{a->dir.string(), state.target, state.target == report.prices_for, found.expansions, found.seconds,
+                                a->samples, agent_stop(*a, state), a->plan};
     }
 }
 

@@ -46,11 +46,13 @@ struct EqsatSpec {
 using rl::AgentKind;
 
 /// Where an agent's rollout ends: at the step limit, keeping the cheapest graph met, or
-/// at the agent's NO-OP, as in training.
-enum class AgentStop : std::uint8_t { limit, noop };
+/// at the agent's NO-OP, as in training; automatic: noop for an agent that learned from
+/// measured latency (its NO-OP is a judgement the cost model cannot make), else limit.
+enum class AgentStop : std::uint8_t { automatic, limit, noop };
 
 /// --agent-stop's names, and the report's.
-inline constexpr NameTable<AgentStop, 2> agent_stop_names{{{
+inline constexpr NameTable<AgentStop, 3> agent_stop_names{{{
+    {AgentStop::automatic, "auto"},
     {AgentStop::limit, "limit"},
     {AgentStop::noop, "noop"},
 }}};
@@ -61,7 +63,7 @@ struct AgentSpec {
     std::filesystem::path dir;
     /// Sampled rollouts after the greedy one.
     std::size_t samples = 0;
-    AgentStop stop = AgentStop::limit;
+    AgentStop stop = AgentStop::automatic;
     /// The tree search the agent guides after its rollouts.
     rl::PlanOptions plan;
 };
@@ -97,8 +99,8 @@ inline constexpr NameTable<SearchKind, 5> search_kind_names{{{
     switch (kind) {
         case SearchKind::greedy: return GreedySpec{};
         case SearchKind::eqsat: return EqsatSpec{};
-        case SearchKind::model_free: return AgentSpec{AgentKind::model_free, {}, 0, AgentStop::limit, {}};
-        case SearchKind::model_based: return AgentSpec{AgentKind::model_based, {}, 0, AgentStop::limit, {}};
+        case SearchKind::model_free: return AgentSpec{AgentKind::model_free, {}, 0, AgentStop::automatic, {}};
+        case SearchKind::model_based: return AgentSpec{AgentKind::model_based, {}, 0, AgentStop::automatic, {}};
         case SearchKind::backtracking: break;
     }
     return BacktrackingSpec{};

@@ -8,6 +8,11 @@
 /// agent then guides a tree search (plan.hpp) with the rest of the budget, whose cheapest
 /// graph competes with the rollouts'; or the rollouts' cheapest graph seeds equality
 /// saturation (PlanKind::eqsat). Runners-up are the other rollouts' cheapest distinct graphs.
+///
+/// An agent that learned from measured latency (rlflow train --reward ort-latency) knows
+/// what the cost model does not: with `endpoints`, a rollout's result is where its policy
+/// chose NO-OP, as X-RLflow writes the graph its agent ends at, and the cheapest graphs by
+/// the cost model follow as runners-up, for a guard that times them all to decide.
 
 #include <rlflow/core/canonical.hpp>
 #include <rlflow/core/random.hpp>
@@ -44,6 +49,10 @@ struct AgentSearchOptions {
     /// False: a rollout ends where the policy chooses NO-OP or at the environment's step
     /// limit, as in training.
     bool until_limit = true;
+    /// Each rollout's result is where it ended, not its cheapest graph (see the file
+    /// comment); for rollouts that end at the policy's NO-OP (until_limit false). The
+    /// result is then `chosen_by_policy`: the guard times it whatever the cost model says.
+    bool endpoints = false;
     /// The environment the policy was trained with (its L must match the policy's).
     EnvOptions env;
     /// The tree search after the rollouts (PlanKind::none: none).
@@ -81,7 +90,10 @@ template <class Policy, cost::CostBackend C>
         /// Rewrites equality saturation added after the path (they have no order).
         std::map<std::string, std::size_t> saturated;
     };
+    RLFLOW_EXPECTS(!options.endpoints || !options.until_limit, precondition_error,
+                   "agent_search: endpoints are where the policy chose NO-OP; they need until_limit off");
     std::vector<Best> bests;  // one per rollout, and the plan's; cheapest first
+    std::vector<Best> ends;   // with endpoints: where each rollout ended, in rollout order
     const auto keep = [&bests](Best b) {
         bests.push_back(std::move(b));
         std::stable_sort(bests.begin(), bests.end(), [](const Best& x, const Best& y) { return x.cost_ms < y.cost_ms; });
@@ -121,6 +133,7 @@ template <class Policy, cost::CostBackend C>
             if (s.terminated || s.truncated || since_best >= options.env.step_limit) break;
             o = std::move(s.observation);
         }
+        if (options.endpoints && !stopped) ends.push_back({env.graph(), env.cost_ms(), path, {}});
         keep(std::move(best));
     }
     if (!stopped && options.plan.kind == PlanKind::mcts) {
@@ -157,6 +170,13 @@ template <class Policy, cost::CostBackend C>
         }
     }
     if (!stopped) result.reason = search::StopReason::converged;
+    // With endpoints, the greedy rollout's end leads, then the other ends, then the
+    // cheapest graphs; a rollout stopped before its end offers only its cheapest.
+    result.chosen_by_policy = !ends.empty();
+    if (result.chosen_by_policy) {
+        for (Best& b : bests) ends.push_back(std::move(b));
+        bests = std::move(ends);
+    }
     const Best& top = bests.front();
     result.graph = top.graph;
     result.best_cost_ms = model.graph_cost(result.graph);

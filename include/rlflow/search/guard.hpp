@@ -112,15 +112,7 @@ struct GuardDecision {
 
 namespace detail {
 
-/// P(X >= wins) for X ~ Binomial(n, 1/2): the one-sided sign test's p-value.
-[[nodiscard]] inline double sign_test_p(std::size_t wins, std::size_t n) {
-    if (wins == 0) return 1.0;
-    double p = 0;
-    for (std::size_t i = wins; i <= n; ++i)
-        p += std::exp(std::lgamma(static_cast<double>(n) + 1) - std::lgamma(static_cast<double>(i) + 1)
-                      - std::lgamma(static_cast<double>(n - i) + 1) - static_cast<double>(n) * std::log(2.0));
-    return std::min(p, 1.0);
-}
+using cost::detail::sign_test_p;
 
 /// Compares candidate `c` (runs index c + 1) with the input at one level, its sign test at
 /// `significance`.

@@ -86,6 +86,10 @@ struct SearchResult {
         std::vector<std::string> sequence;
     };
     std::vector<RunnerUp> runners_up;
+    /// The graph and runners-up were chosen by what an agent learned from measured latency
+    /// (rl::AgentSearchOptions::endpoints), not by these prices: a guard times them even
+    /// where the cost model prices them above the input.
+    bool chosen_by_policy = false;
     std::size_t expansions = 0;
     double seconds = 0;
     StopReason reason = StopReason::converged;

@@ -54,6 +54,17 @@ inline void do_not_optimize(const void* p) noexcept { asm volatile("" : : "g"(p)
     return ratios;
 }
 
+/// P(X >= wins) for X ~ Binomial(n, 1/2): the one-sided sign test's p-value, for `wins`
+/// rounds of `n` paired runs in which one side was faster.
+[[nodiscard]] inline double sign_test_p(std::size_t wins, std::size_t n) {
+    if (wins == 0) return 1.0;
+    double p = 0;
+    for (std::size_t i = wins; i <= n; ++i)
+        p += std::exp(std::lgamma(static_cast<double>(n) + 1) - std::lgamma(static_cast<double>(i) + 1)
+                      - std::lgamma(static_cast<double>(n - i) + 1) - static_cast<double>(n) * std::log(2.0));
+    return std::min(p, 1.0);
+}
+
 /// Seconds that `calls` calls of `call` take together, by std::chrono::steady_clock.
 template <class Call>
 [[nodiscard]] double seconds_of(Call& call, std::int64_t calls = 1) {

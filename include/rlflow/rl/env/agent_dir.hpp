@@ -89,6 +89,16 @@ struct AgentHeader {
     double seconds = 0;
 };
 
+/// Whether the agent of `h` learned from whole graphs timed at its target (`rlflow train
+/// --reward ort-latency`, "ort-latency:..."; `--reward gpu-latency`, "...:latency"), not
+/// from a cost model's prices.
+[[nodiscard]] inline bool learned_from_latency(const AgentHeader& h) {
+    constexpr std::string_view ort = "ort-latency:";
+    constexpr std::string_view gpu = ":latency";
+    const std::string_view from = h.cost_backend;
+    return from.starts_with(ort) || from.ends_with(gpu);
+}
+
 /// The header's fields, and back; `target` may be missing (agents saved before targets).
 inline void to_json(nlohmann::json& j, const AgentHeader& h) {
     j["rules"] = h.rules;
