@@ -2,7 +2,7 @@
 """The real-runtime benchmark: agents trained on measured latency against the best guarded search.
 
     /usr/bin/python3 tools/runtime_bench.py --work DIR [--build BUILD] [--seeds 1 2 3]
-        [--agents mb mf] [--real-steps N] [--time-limit S] [--runs N] MODEL...
+        [--agents mb mf] [--real-steps N] [--time-limit S] [--runs N] [--figure PATH] MODEL...
 
 MODEL is zoo:NAME, an .onnx file with its weights, or a weight-free export (tests/data;
 given seeded random weights with `rlflow weights ... --data-inputs input`). Everything runs
@@ -25,7 +25,8 @@ For every model:
 Every step's output is kept in DIR, and a step whose output exists is not run again, so a
 run that was stopped resumes. Writes DIR/runtime_bench.json (a row per model, seed and
 agent) and prints a table: ratios are the agent's time over the best search's (below 1:
-the agent's model is faster). Slow (minutes per model): kept out of the unit tests.
+the agent's model is faster). With --figure, draws PATH.png and PATH.svg from every row
+in DIR (no MODEL needed to redraw). Slow (minutes per model): kept out of the unit tests.
 """
 
 import argparse
@@ -65,7 +66,7 @@ def input_model(rlflow, model, work):
     if model.startswith("zoo:"):
         path = os.path.join(work, model[4:] + ".onnx")
         if not os.path.exists(path):
-            run([rlflow, "convert", model, "-o", path], os.path.join(work, "convert.log"))
+            run([rlflow, "convert", model, path], os.path.join(work, "convert.log"))
         return path
     path = os.path.join(work, os.path.basename(model))
     if not os.path.exists(path):
@@ -94,9 +95,42 @@ def optimize(rlflow, model, stem, extra, log):
     return out, report
 
 
+def figure(rows, path):
+    """Per model: the agent's model against the best search's (each comparison a dot, one per
+    seed and comparison), beside the best search's against the input, with the noise floor
+    (the best search's model against itself) drawn as a band around 1."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    agents = list(dict.fromkeys(r["agent"] for r in rows))
+    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(models) + 2), 4.2))
+    noise = max((abs(r["noise"] - 1) for r in rows), default=0)
+    ax.axhspan(1 - noise, 1 + noise, color="0.88", label=f"noise floor (largest self-ratio, ±{100 * noise:.1f}%)")
+    ax.axhline(1, color="0.4", linewidth=0.8)
+    ax.axhline(0.97, color="tab:red", linewidth=0.8, linestyle=":", label="3% faster than the best search")
+    for i, model in enumerate(models):
+        rs = [r for r in rows if r["model"] == model]
+        ax.scatter([i - 0.15] * len(rs), [r["search_vs_input"] for r in rs], marker="s", color="0.5",
+                   label="best guarded search / input" if i == 0 else None)
+        for j, agent in enumerate(agents):
+            ys = [v for r in rs if r["agent"] == agent for v in r["agent_vs_search"]]
+            ax.scatter([i + 0.1 + 0.1 * j] * len(ys), ys, color=f"C{j}", label=f"{agent} / best search" if i == 0 else None)
+    ax.set_xticks(range(len(models)))
+    # Exports are named by their file (NAME_opN); zoo graphs by their name alone.
+    ax.set_xticklabels([m if "_op" in m else "zoo:" + m for m in models], rotation=30, ha="right")
+    ax.set_ylabel("time ratio, ORT level all (below 1: faster)")
+    ax.set_title("Agents trained on measured latency, against the best guarded search", fontsize=10)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(f"{path}.{ext}")
+    plt.close(fig)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("models", nargs="+")
+    ap.add_argument("models", nargs="*")
     ap.add_argument("--work", required=True)
     ap.add_argument("--build", default=os.path.join(SOURCE_DIR, "build"))
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
@@ -104,6 +138,7 @@ def main():
     ap.add_argument("--real-steps", type=int, default=400, help="mb: real environment steps")
     ap.add_argument("--time-limit", type=float, default=600, help="seconds of training at most")
     ap.add_argument("--runs", type=int, default=30, help="interleaved rounds of each comparison")
+    ap.add_argument("--figure", help="draw the rows into PATH.png and PATH.svg")
     args = ap.parse_args()
     rlflow = os.path.join(args.build, "tools", "rlflow")
     os.makedirs(args.work, exist_ok=True)
@@ -121,7 +156,7 @@ def main():
             out, report = optimize(rlflow, source, os.path.join(folder, s), ["--search", s], log)
             searches[s] = {"file": out if report["written"] != "input" else source, "guard_ratio": guarded_ratio(report),
                            "seconds": report["seconds"], "written": report["written"], "rewrites": report["rewrites"]}
-        best = min(SEARCHES, key=lambda s: searches[s]["guard_ratio"])
+        best = min(SEARCHES, key=lambda s: searches[s]["guard_ratio"])  # the first of equals: greedy when all wrote the input
         best_file = searches[best]["file"]
         for seed in args.seeds:
             for agent in args.agents:
@@ -143,7 +178,8 @@ def main():
                 second, _ = ort_ratio(best_file, agent_file, "all", 0, args.runs)
                 search_vs_input, _ = ort_ratio(source, best_file, "all", 0, args.runs)
                 agent_vs_input, _ = ort_ratio(source, agent_file, "all", 0, args.runs)
-                row = {"model": name, "seed": seed, "agent": agent, "best_search": best, "searches": searches,
+                row = {"model": name, "seed": seed, "agent": agent,
+                       "best_search": best if searches[best]["written"] != "input" else "input", "searches": searches,
                        "train_seconds": train_seconds, "agent_written": report["written"], "agent_rewrites": report["rewrites"],
                        "agent_guard_ratio": guarded_ratio(report), "noise": noise, "agent_vs_search": [first, second],
                        "max_rel_diff": diff, "search_vs_input": search_vs_input, "agent_vs_input": agent_vs_input}
@@ -151,6 +187,8 @@ def main():
                 write_json(rows_path, rows)
                 print(json.dumps({k: row[k] for k in ("model", "seed", "agent", "best_search", "noise", "agent_vs_search",
                                                       "search_vs_input", "agent_vs_input", "train_seconds")}), flush=True)
+    if args.figure:
+        figure(rows, args.figure)
     print("| model | agent | seeds | best search (guard) | search / input | agent / input | agent / search (1st, 2nd) | noise |")
     print("|---|---|---|---|---|---|---|---|")
     for model in dict.fromkeys(r["model"] for r in rows):
@@ -160,7 +198,9 @@ def main():
                 continue
             mean = lambda key: statistics.mean(r[key] for r in rs)  # noqa: E731
             pairs = "; ".join(f"{r['agent_vs_search'][0]:.3f}, {r['agent_vs_search'][1]:.3f}" for r in rs)
-            print(f"| {model} | {agent} | {len(rs)} | {rs[0]['best_search']} ({rs[0]['searches'][rs[0]['best_search']]['guard_ratio']:.3f}) "
+            best = rs[0]["best_search"]
+            guard = f" ({rs[0]['searches'][best]['guard_ratio']:.3f})" if best in rs[0]["searches"] else ""
+            print(f"| {model} | {agent} | {len(rs)} | {best}{guard} "
                   f"| {mean('search_vs_input'):.3f} | {mean('agent_vs_input'):.3f} | {pairs} | {mean('noise'):.3f} |")
 
 

@@ -131,11 +131,7 @@ TEST_CASE("ORT latencies add sessions until the sign test decides, up to max_ses
         return;
     }
     cost::OrtWorker worker;
-    cost::OrtLatencyOptions options;
-    options.runs = 7;
-    options.sessions = 1;
-    options.max_sessions = 4;
-    options.warm_process = false;
+    cost::OrtLatencyOptions options{.runs = 7, .sessions = 1, .max_sessions = 4, .warm_process = false};
     const auto sessions_for_heavy = [&](double significance) {
         options.significance = significance;
         cost::OrtLatency latency(worker, options);

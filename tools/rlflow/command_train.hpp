@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <concepts>
 #include <csignal>
@@ -63,7 +64,7 @@ struct TrainOptions {
     /// --reward ort-latency: timed runs per session, and sessions per graph.
     int latency_runs = cost::OrtLatencyOptions{}.runs;
     int latency_sessions = cost::OrtLatencyOptions{}.sessions;
-    int latency_max_sessions = 6;
+    int latency_max_sessions = 4;
     /// Resolved from `where` before training: the target, and what the agent records of it.
     cost::Target target;
     std::string trained_for;
@@ -615,6 +616,14 @@ void train_mb_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
     };
     // Every rank decides alike: the real-step budget (counted over all), rank 0's clock.
     const auto limit_reached = [&](double seconds) { return trainer.done() || (by_seconds && seconds >= o.time_limit); };
+    // One process also ends a collection at the clock or Ctrl-C (a latency reward's can
+    // outlast the limit many times over); ranks cut at iterations only.
+    const auto started = std::chrono::steady_clock::now();
+    if (ranks.size() == 1)
+        trainer.set_cut([&] {
+            return interrupted.load() ||
+                   (by_seconds && std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() >= o.time_limit);
+        });
     const Stop stop = run_training_loop(loop, ranks.comm(), iterate, limit_reached, save);
     if (root)
         std::printf("%s after %zu iterations, %zu real steps, %zu dream steps, %zu episodes; agent saved in %s\n",

@@ -77,3 +77,21 @@ TEST_CASE("model-based training counts every real step, and an agent directory r
     CHECK_THROWS_AS((void)rl::read_mb_agent_state(dir), checkpoint_error);
     std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("a cut ends the model-based trainer's collections after the real step at which it first says so") {
+    auto costs = cost::CostModel<Analytic>{Analytic::preset("cpu")};
+    const rl::MbOptions o = small_mb_options(5);
+    rl::MbTrainer<Float, Analytic> trainer({two_branches(), conv_chain(3)}, builtin(), costs, o, 1);
+    std::size_t asked = 0;
+    constexpr std::size_t cut_after = 7;  // of the 20 random steps
+    trainer.set_cut([&] { return ++asked >= cut_after; });
+    const rl::MbLog log = trainer.iterate();
+    // The random collection stopped at its 7th step, and the controller's took one step
+    // (each collection takes at least one) before the cut, asked again, said so at once.
+    CHECK(log.real_steps == cut_after + 1);
+    CHECK(trainer.real_steps() == cut_after + 1);
+    std::size_t stored = 0;
+    for (const rl::RealEpisode& e : trainer.buffer()) stored += e.size();
+    CHECK(stored == cut_after + 1);
+    CHECK_FALSE(trainer.done());
+}

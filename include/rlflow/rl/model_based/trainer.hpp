@@ -46,6 +46,7 @@
 #include <cmath>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <span>
@@ -156,6 +157,15 @@ public:
         nn::broadcast_parameters<B>(m_comm, std::span<nn::Parameter<B>* const>(controller), 0);
     }
 
+    /// Makes every later collection end early, after the real step at which `cut` first
+    /// returns true (a clock, or Ctrl-C): with rewards timed in ONNX Runtime, one collection
+    /// can take far longer than a time limit allows. One process only: ranks add their
+    /// steps up at the end of a collection, and each would cut at another step.
+    void set_cut(std::function<bool()> cut) {
+        RLFLOW_EXPECTS(m_comm.size() == 1, precondition_error, "MbTrainer::set_cut: for one process only");
+        m_cut = std::move(cut);
+    }
+
     /// One iteration (the file comment's steps 1-4).
     MbLog iterate() {
         MbLog log;
@@ -195,7 +205,8 @@ public:
         std::vector<double> final_ratio(m_envs.size(), std::numeric_limits<double>::quiet_NaN());
         std::vector<double> best_ratio = final_ratio;
         std::size_t taken = 0, ended_here = 0;
-        while (taken < mine) {
+        bool cut = false;
+        while (taken < mine && !cut) {
             const std::size_t g = m_turn++ % m_envs.size();
             const bool greedy = !evaluated[g];
             evaluated[g] = 1;
@@ -216,6 +227,8 @@ public:
                 episode.dones.push_back(r.terminated ? 1 : 0);
                 episode.states.push_back(std::move(r.observation));
                 ended = r.terminated || r.truncated;
+                cut = m_cut && m_cut();
+                if (cut) break;
             }
             if (ended) {
                 ++ended_here;
@@ -410,6 +423,7 @@ private:
     std::deque<RealEpisode> m_buffer;
     std::size_t m_stored_states = 0;
     std::size_t m_real_steps = 0;
+    std::function<bool()> m_cut;
     /// Real steps when M last trained.
     std::size_t m_trained_on = 0;
     std::size_t m_dream_steps = 0;
