@@ -70,9 +70,7 @@ def input_model(rlflow, model, work):
         return path
     path = os.path.join(work, os.path.basename(model))
     if not os.path.exists(path):
-        with open(model, "rb") as f:
-            has_weights = len(f.read()) > 1 << 20  # a weight-free export is a few hundred KB
-        if has_weights:
+        if os.path.getsize(model) > 1 << 20:  # a weight-free export is a few hundred KB
             os.symlink(os.path.abspath(model), path)
         else:
             run([rlflow, "weights", model, path, "--data-inputs", "input"], os.path.join(work, "convert.log"))
