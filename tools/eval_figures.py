@@ -31,6 +31,7 @@ import json
 import math
 import os
 import sys
+import figures
 
 
 def load(eval_dir):
@@ -88,10 +89,7 @@ def bars(plt, results, key, ylabel, path):
     ax.set_xticklabels([short(g) for g in graphs], rotation=35, ha="right", fontsize=8)
     ax.set_ylabel(ylabel, fontsize=9)
     ax.legend(fontsize=8, ncol=len(methods))
-    fig.tight_layout()
-    for ext in ("png", "svg"):
-        fig.savefig(f"{path}.{ext}")
-    plt.close(fig)
+    figures.save(fig, path)
     return True
 
 
@@ -120,10 +118,7 @@ def heatmap(plt, results, path):
     ax.set_yticklabels(rules, fontsize=7)
     ax.set_title("rule applications in the written graphs (all methods and seeds)", fontsize=9)
     fig.colorbar(image, ax=ax, label="applications")
-    fig.tight_layout()
-    for ext in ("png", "svg"):
-        fig.savefig(f"{path}.{ext}")
-    plt.close(fig)
+    figures.save(fig, path)
     return True
 
 
@@ -188,10 +183,7 @@ def compare(plt, pairs, path, method="mf", baselines=("taso", "eqsat")):
             ax.set_yscale("log")
     axes[0].axhline(1.0, color="gray", linewidth=0.8)
     axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    for ext in ("png", "svg"):
-        fig.savefig(f"{path}.{ext}")
-    plt.close(fig)
+    figures.save(fig, path)
 
 
 def main():
@@ -201,12 +193,7 @@ def main():
     parser.add_argument("--compare", nargs="*", default=[], metavar="LABEL=EVAL_DIR",
                         help="evals of one method by different agents (transfer: zero-shot, fine-tuned, per-graph)")
     args = parser.parse_args()
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        sys.exit("matplotlib is missing: apt-get install python3-matplotlib")
+    plt = figures.pyplot()
     results = load(args.eval_dir)
     out = args.out or os.path.join(args.eval_dir, "figures")
     os.makedirs(out, exist_ok=True)

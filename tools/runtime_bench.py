@@ -41,6 +41,7 @@ import time
 SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tools"))
 from ort_speedups import ort_ratio  # noqa: E402
+import figures  # noqa: E402
 
 SEARCHES = ["greedy", "taso", "eqsat"]
 
@@ -97,9 +98,7 @@ def figure(rows, path):
     """Per model: the agent's model against the best search's (each comparison a dot, one per
     seed and comparison), beside the best search's against the input, with the noise floor
     (the best search's model against itself) drawn as a band around 1."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = figures.pyplot()
     models = list(dict.fromkeys(r["model"] for r in rows))
     agents = list(dict.fromkeys(r["agent"] for r in rows))
     fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(models) + 2), 4.2))
@@ -120,10 +119,7 @@ def figure(rows, path):
     ax.set_ylabel("time ratio, ORT level all (below 1: faster)")
     ax.set_title("Agents trained on measured latency, against the best guarded search", fontsize=10)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
-    fig.tight_layout()
-    for ext in ("png", "svg"):
-        fig.savefig(f"{path}.{ext}")
-    plt.close(fig)
+    figures.save(fig, path)
 
 
 def main():

@@ -19,6 +19,7 @@ import json
 import math
 import os
 import sys
+import figures
 
 
 def read_agent(path):
@@ -53,12 +54,7 @@ def main():
     parser.add_argument("agents", nargs="+")
     parser.add_argument("--out", required=True, help="file name without extension")
     args = parser.parse_args()
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        sys.exit("matplotlib is missing: apt-get install python3-matplotlib")
+    plt = figures.pyplot()
     runs = [read_agent(path) for path in args.agents]
     temperatures = sorted({r["temperature"] for r in runs})
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
@@ -76,9 +72,7 @@ def main():
         ratio, ratio_sd = mean_spread([r["ratio"] for r in group])
         dream, dream_sd = mean_spread([r["dream_return"] for r in group])
         print(f"| {t:g} | {len(group)} | {ratio:.4f} ± {ratio_sd:.4f} | {dream:.3f} ± {dream_sd:.3f} |")
-    fig.tight_layout()
-    for ext in ("png", "svg"):
-        fig.savefig(f"{args.out}.{ext}")
+    figures.save(fig, args.out)
 
 
 if __name__ == "__main__":

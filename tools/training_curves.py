@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import sys
+import figures
 
 
 def read_run(path, x):
@@ -76,12 +77,7 @@ def main():
                         help="x axis: real environment steps, or wall-clock seconds of training")
     args = parser.parse_args()
     unit = "real steps" if args.x == "steps" else "s"
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        sys.exit("matplotlib is missing: apt-get install python3-matplotlib")
+    plt = figures.pyplot()
     runs = [(path, *read_run(path, args.x)) for path in args.runs]
     graphs = sorted({g for _, _, curves, _ in runs for g in curves})
     greedy = dict(item.split("=", 1) for item in args.greedy)
@@ -108,9 +104,7 @@ def main():
         ax.set_ylabel("cost ratio (after / before)")
         ax.legend()
     draw_returns(axes[0][-1], runs, colours, xlabel)
-    fig.tight_layout()
-    for ext in ("png", "svg"):
-        fig.savefig(f"{args.out}.{ext}")
+    figures.save(fig, args.out)
 
 
 if __name__ == "__main__":

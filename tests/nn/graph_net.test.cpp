@@ -340,3 +340,35 @@ TEST_CASE("graph features: a hand-made graph's edges run from producer to consum
     CHECK(host.nodes[2 * node_width + op_kind_count] == nn::log_feature(8));
     CHECK(host.nodes[2 * node_width + op_kind_count + 1] > 0);
 }
+
+TEST_CASE("graph features: a convolution's group, channels per group and their alignment; zeros for other ops") {
+    // 48 input channels: 4 groups of 12 (aligned to 4), 3 groups of 16 (whole 16-blocks),
+    // 48 groups of 1 (depthwise).
+    Graph g;
+    const NodeId x = g.add_input("x", {DType::Float32, Shape{1, 48, 8, 8}});
+    const auto conv = [&](std::int64_t group) {
+        const NodeId w = g.add_weight("w" + std::to_string(group), {DType::Float32, Shape{48, 48 / group, 3, 3}});
+        Attributes a;
+        a.set("group", group);
+        a.set("kernel_shape", std::vector<std::int64_t>{3, 3});
+        a.set("pads", std::vector<std::int64_t>{1, 1, 1, 1});
+        return g.add_node(OpKind::Conv2D, {{x, 0}, {w, 0}}, std::move(a));
+    };
+    const NodeId c4 = conv(4), c3 = conv(3), c48 = conv(48);
+    const NodeId relu = g.add_node(OpKind::Relu, {{c4, 0}});
+    g.add_output({relu, 0});
+    nn::GraphFeatureCache cache;
+    const nn::HostGraph host = cache.features(g);
+    const auto width = static_cast<std::size_t>(host.sizes.node);
+    const auto group_columns = [&](NodeId id) {
+        const auto first = static_cast<std::size_t>(cache.row(id)) * width + op_kind_count + 2;
+        return std::vector<double>(host.nodes.begin() + static_cast<std::ptrdiff_t>(first),
+                                   host.nodes.begin() + static_cast<std::ptrdiff_t>(first + 3));
+    };
+    CHECK(host.sizes.node == static_cast<std::int64_t>(op_kind_count) + 5);
+    CHECK(group_columns(c4) == std::vector<double>{nn::log_feature(4), nn::log_feature(12), 4.0 / 16});
+    CHECK(group_columns(c3) == std::vector<double>{nn::log_feature(3), nn::log_feature(16), 1.0});
+    CHECK(group_columns(c48) == std::vector<double>{nn::log_feature(48), nn::log_feature(1), 1.0 / 16});
+    CHECK(group_columns(relu) == std::vector<double>{0, 0, 0});
+    CHECK(group_columns(x) == std::vector<double>{0, 0, 0});
+}

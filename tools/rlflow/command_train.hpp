@@ -565,6 +565,7 @@ void train_mb_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
     options.dream_steps = o.dream_steps;
     options.model.reward_bins = o.reward_bins;
     options.seed = options.model.seed = options.controller.seed = o.seed;
+    if (rl::learned_from_latency(reward.source(model.name()))) options.controller.gain_prior = rl::measured_reward_gain_prior;
     rl::MbAgentState state;
     state.rules = rl::rule_names(*rules);
     state.model = options.model;

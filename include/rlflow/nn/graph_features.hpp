@@ -8,7 +8,13 @@
 /// - an edge per use of a tensor, from its producer to its consumer, in producer id,
 ///   output, then use order (a node reading one tensor twice gets two edges);
 /// - node features: a one-hot of the op kind (op_kind_count entries, Opaque last), then
-///   log-scaled element count of the first output and log-scaled FLOPs of the op;
+///   log-scaled element count of the first output and log-scaled FLOPs of the op, then,
+///   for an op with a `group` attribute (Conv, ConvTranspose, merged convolutions; 0 for
+///   the others), its log-scaled group count, its log-scaled input channels per group and
+///   their alignment: the largest power of two up to 16 that divides them, over 16. A
+///   runtime's blocked layouts (ONNX Runtime's NCHWc) take a grouped convolution only when
+///   each group is whole blocks, so whether a merge of groups pays depends on it, and the
+///   edges' channel counts alone do not say it;
 /// - edge features: the tensor's first four dims log-scaled (0 past its rank), its
 ///   log-scaled element count, and its rank / Shape::max_rank;
 /// - global features: log-scaled node count, edge count and total FLOPs.
@@ -24,6 +30,7 @@
 #include <rlflow/nn/graph_net.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -40,7 +47,7 @@ inline constexpr double log_feature_reference = 16777216.0;  // 2^24
 /// Widths of graph_features' output.
 inline constexpr FeatureSizes graph_feature_sizes{
     .edge = edge_feature_dims + 2,
-    .node = static_cast<std::int64_t>(op_kind_count) + 2,
+    .node = static_cast<std::int64_t>(op_kind_count) + 2 + 3,
     .global = 3,
 };
 
@@ -84,6 +91,22 @@ namespace detail {
     outputs.clear();
     for (const NodeOutput& o : n.outputs) outputs.push_back(o.type);
     return n.traits().flops(OpContext{n.attributes, inputs, outputs, {}});
+}
+
+/// The largest power of two that channel alignment features tell apart.
+inline constexpr std::int64_t channel_alignment_cap = 16;
+
+/// The group features of node `n` of `g` (file comment): log-scaled group count, input
+/// channels per group, and their alignment; zeros for an op without a `group` attribute.
+[[nodiscard]] inline std::array<double, 3> group_features(const Graph& g, const Node& n) {
+    if (!n.attributes.has("group") || n.inputs.empty()) return {0.0, 0.0, 0.0};
+    const std::int64_t group = std::max<std::int64_t>(n.attributes.get_int("group", 1), 1);
+    const Shape& in = g.type(n.inputs.front()).shape;
+    const std::int64_t per_group = in.rank() >= 2 && in[1] > 0 ? in[1] / group : 0;
+    std::int64_t alignment = 1;
+    while (per_group > 0 && alignment < channel_alignment_cap && per_group % (alignment * 2) == 0) alignment *= 2;
+    return {log_count_feature(group), log_count_feature(per_group),
+            per_group > 0 ? static_cast<double>(alignment) / channel_alignment_cap : 0.0};
 }
 
 /// The edge features of a tensor of `shape` (graph_feature_sizes.edge values).
@@ -154,6 +177,7 @@ public:
             total_flops += k.flops;
             host.nodes[first + op_kind_count] = k.size_feature;
             host.nodes[first + op_kind_count + 1] = k.flops_feature;
+            std::copy(k.group_features.begin(), k.group_features.end(), host.nodes.begin() + static_cast<std::ptrdiff_t>(first + op_kind_count + 2));
             const std::size_t edge_width = static_cast<std::size_t>(graph_feature_sizes.edge);
             for (std::size_t o = 0; o < n.outputs.size(); ++o)
                 for (const Use& use : n.outputs[o].uses) {
@@ -175,6 +199,7 @@ private:
         double flops = 0;
         double size_feature = 0;
         double flops_feature = 0;
+        std::array<double, 3> group_features{};
         /// graph_feature_sizes.edge values per output: the features of each edge it sends.
         std::vector<double> edge_features;
     };
@@ -184,6 +209,7 @@ private:
         k.flops = detail::node_flops(g, n, m_inputs, m_outputs);
         k.size_feature = n.outputs.empty() ? log_feature(0.0) : log_count_feature(n.outputs.front().type.shape.numel());
         k.flops_feature = log_feature(k.flops);
+        k.group_features = detail::group_features(g, n);
         k.edge_features.clear();
         for (const NodeOutput& output : n.outputs) detail::append_edge_features(k.edge_features, output.type.shape);
         k.known = true;

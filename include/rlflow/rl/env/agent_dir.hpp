@@ -89,15 +89,16 @@ struct AgentHeader {
     double seconds = 0;
 };
 
-/// Whether the agent of `h` learned from whole graphs timed at its target (`rlflow train
-/// --reward ort-latency`, "ort-latency:..."; `--reward gpu-latency`, "...:latency"), not
-/// from a cost model's prices.
-[[nodiscard]] inline bool learned_from_latency(const AgentHeader& h) {
+/// Whether rewards from `cost_backend` (an agent's `cost_backend`) are whole graphs timed
+/// at the target (`rlflow train --reward ort-latency`, "ort-latency:..."; `--reward
+/// gpu-latency`, "...:latency"), not a cost model's prices.
+[[nodiscard]] inline bool learned_from_latency(std::string_view cost_backend) {
     constexpr std::string_view ort = "ort-latency:";
     constexpr std::string_view gpu = ":latency";
-    const std::string_view from = h.cost_backend;
-    return from.starts_with(ort) || from.ends_with(gpu);
+    return cost_backend.starts_with(ort) || cost_backend.ends_with(gpu);
 }
+/// Whether the agent of `h` learned from whole graphs timed at its target.
+[[nodiscard]] inline bool learned_from_latency(const AgentHeader& h) { return learned_from_latency(std::string_view(h.cost_backend)); }
 
 /// The header's fields, and back; `target` may be missing (agents saved before targets).
 inline void to_json(nlohmann::json& j, const AgentHeader& h) {

@@ -1,0 +1,23 @@
+"""What the figure scripts in tools/ share: matplotlib without a display, and a figure
+saved as PNG and SVG side by side."""
+import sys
+
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend (no display needed); exits naming the Debian
+    package when matplotlib is missing."""
+    try:
+        import matplotlib
+    except ImportError:
+        sys.exit("matplotlib is missing: apt-get install python3-matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def save(fig, path):
+    """Lays `fig` out, writes PATH.png and PATH.svg, and closes it."""
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(f"{path}.{ext}")
+    pyplot().close(fig)
