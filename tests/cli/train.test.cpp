@@ -4,6 +4,7 @@
 #include "support.hpp"
 
 #include <rlflow/rewrite/default_rules.hpp>
+#include <rlflow/rl/model_based/controller.hpp>
 #include <rlflow/search/ledger.hpp>
 
 #include <doctest/doctest.h>
@@ -297,6 +298,25 @@ TEST_CASE("train --reward ort-latency rewards the ORT latency of whole graphs, w
     CHECK(mixed.exit_code == 2);
     CHECK(mixed.output.find("ort-latency:") != std::string::npos);
     CHECK(mixed.output.find("--reward") != std::string::npos);
+}
+
+TEST_CASE("train --agent mb starts the controller's gain prior lower under a measured reward than under the cost model's") {
+    if (!ort_installed()) {
+        MESSAGE("skipped: ONNX Runtime (node and onnxruntime-node in tools/ort) is not installed");
+        return;
+    }
+    const ScratchDir dir("rlflow-cli-train-mb-prior");
+    const auto gain_prior = [&](const std::string& reward) {
+        const std::string agent = dir.file("mb_" + reward);
+        const Result r = run_cli("train --agent mb --graph zoo:squeezenet1_1 --cost analytic --ort-level extended --real-steps 4 "
+                                 "--dream-steps 64 --reward " + reward + " --checkpoint " + agent);
+        REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+        return nlohmann::json::parse(read_file(agent + "/agent.json"))["controller"]["gain_prior"].get<double>();
+    };
+    // The gains C reads are the cost model's; under a measured reward they are what misleads.
+    CHECK(gain_prior("ort-latency") == rl::measured_reward_gain_prior);
+    CHECK(gain_prior("cost") == rl::ControllerOptions{}.gain_prior);
+    CHECK(rl::measured_reward_gain_prior < rl::ControllerOptions{}.gain_prior);
 }
 
 TEST_CASE("train --reward gpu-latency on a CPU target is refused with exit code 2, saying it needs --target cuda") {
