@@ -350,3 +350,52 @@ TEST_CASE("a cyclic choice has its cycles broken with the fallback's choices, an
     CHECK(broken[eg.find(c)] == cyclic[eg.find(c)]);  // off the cycle: kept
     CHECK(search::detail::post_order(eg, roots, broken).size() == 3);  // x, A, C: B is off the path now
 }
+
+TEST_CASE("a window's ILP that newly reaches a class outside it keeps the start's choices below that class") {
+    if (!search::ilp_available) {
+        MESSAGE("skipped: the ILP needs CBC (coinor-libcbc-dev)");
+        return;
+    }
+    // R = {Tanh(x) 5, Erf(K) 1}, K = {Sigmoid(J) 3}, J = {Relu(x) 3}, S = {Sqrt(x) 1, HardSigmoid(J) 9}.
+    // Greedy takes Tanh for R (5 against 7) and Sqrt for S, so K and J lie off its walk.
+    // In a window of R, S and J, with K outside (taken at the start's choice, free), the
+    // ILP takes Erf(K), and nothing it models needs J. NasNet-A's saturated e-graph gave
+    // such a window: the walk of the solution met J without a choice.
+    EGraph eg;
+    const TensorType t = f32({4});
+    const ClassId x = eg.add(input_leaf(0), {t});
+    const ClassId j = eg.add(unary(OpKind::Relu, x), {t});
+    const ClassId k = eg.add(unary(OpKind::Sigmoid, j), {t});
+    const ClassId r = eg.add(unary(OpKind::Tanh, x), {t});
+    eg.merge(r, eg.add(unary(OpKind::Erf, k), {t}));
+    const ClassId s = eg.add(unary(OpKind::Sqrt, x), {t});
+    eg.merge(s, eg.add(unary(OpKind::HardSigmoid, j), {t}));
+    eg.rebuild();
+    std::vector<double> cost(eg.node_bound(), 0.0);
+    for (ENodeId e = 0; e < eg.node_bound(); ++e) {
+        switch (eg.node(e).payload.op) {
+            case OpKind::Tanh: cost[e] = 5; break;
+            case OpKind::Erf:
+            case OpKind::Sqrt: cost[e] = 1; break;
+            case OpKind::Sigmoid:
+            case OpKind::Relu: cost[e] = 3; break;
+            case OpKind::HardSigmoid: cost[e] = 9; break;
+            default: break;
+        }
+    }
+    const std::vector<ClassId> roots{eg.find(r), eg.find(s)};
+    const std::vector<ENodeId> greedy = search::greedy_choice(eg, cost);
+    REQUIRE(eg.node(greedy[eg.find(r)]).payload.op == OpKind::Tanh);
+    std::vector<char> inside(eg.class_bound(), 0);
+    for (const ClassId c : {x, j, r, s}) inside[eg.find(c)] = 1;
+    search::detail::ExtractionIlp ilp(eg, roots, cost, greedy, search::IlpCycles::filter, &inside);
+    const search::IlpOutcome out = ilp.solve(greedy, 10.0);
+    CHECK(out.status == "optimal");
+    CHECK(eg.node(out.choice[eg.find(r)]).payload.op == OpKind::Erf);
+    CHECK(out.choice[eg.find(j)] == greedy[eg.find(j)]);
+    // The whole choice walks, and costs 1 + 3 + 3 + 1 = 8 against greedy's 6: the window
+    // priced K at nothing, and ilp_by_windows keeps a window's choice only when it is cheaper.
+    CHECK(dag_cost(eg, roots, out.choice, cost) == doctest::Approx(8.0));
+    const search::IlpOutcome w = search::ilp_choice(eg, roots, cost, greedy, 10.0, search::IlpCycles::filter, {.above = 1, .classes = 2});
+    CHECK(dag_cost(eg, roots, w.choice, cost) == doctest::Approx(6.0));
+}

@@ -414,11 +414,18 @@ inline std::optional<std::vector<ENodeId>> ExtractionIlp::run(Cbc_Model* model, 
     if (Cbc_isProvenInfeasible(model)) out.status = "infeasible";
     else if (!x) out.status = "no_solution";
     else out.status = Cbc_isProvenOptimal(model) ? "optimal" : "time_limit";
-    if (!x) return std::nullopt;
+    // A model proven infeasible (the cutoff can make it so) still hands back an array.
+    if (!x || Cbc_isProvenInfeasible(model)) return std::nullopt;
     std::vector<ENodeId> choice = start;
     for (const ClassId c : m_reach.classes) choice[c] = no_choice;
     for (std::size_t i = 0; i < m_nodes.size(); ++i)
         if (x[i] > 0.5 && choice[m_eg.class_of(m_nodes[i])] == no_choice) choice[m_eg.class_of(m_nodes[i])] = m_nodes[i];
+    // Classes the solution leaves unchosen keep the start's choice. In a window, a chosen
+    // e-node can newly reach a class outside it whose start choice consumes a class
+    // inside that nothing in the model required (NasNet-A's saturated e-graph did): the
+    // walk of the solution must still find a choice there.
+    for (const ClassId c : m_reach.classes)
+        if (choice[c] == no_choice) choice[c] = start[c];
     out.objective = Cbc_getObjValue(model);
     out.bound = Cbc_getBestPossibleObjValue(model);
     out.gap = out.objective > 0 ? std::max(0.0, (out.objective - out.bound) / out.objective) : 0.0;
@@ -507,11 +514,8 @@ namespace detail {
             out.rounds += part.rounds;
             out.gap = std::max(out.gap, part.gap);
             if (part.status != "optimal") out.status = "windows_" + part.status;
-            // Classes the window's solution left unchosen keep the current choice, so that a
-            // fixed class it newly reaches still has its own; a cycle through the fixed part
-            // is broken with the current choice.
-            for (ClassId c = 0; c < part.choice.size(); ++c)
-                if (part.choice[c] == no_choice) part.choice[c] = out.choice[c];
+            // Classes the window's solution left unchosen kept the current choice (run); a
+            // cycle through the fixed part is broken with the current choice.
             std::vector<ENodeId> candidate = break_cycles(eg, roots, std::move(part.choice), out.choice);
             ChoiceWalk candidate_walk = walk_choice(eg, roots, candidate);
             if (const double c = walk_cost(candidate_walk, candidate, cost); c < out.objective) {
