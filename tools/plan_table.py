@@ -17,7 +17,7 @@ from pathlib import Path
 import figures
 
 AGENTS = ("mf", "mb", "transfer", "tuned")
-PLANS = ("none", "mcts", "eqsat")
+PLANS = ("none", "mcts", "eqsat", "grow")
 # The transfer figure's series: (agent in the reports, label).
 TRANSFER_SERIES = (("transfer", "zero-shot"), ("tuned", "fine-tuned"), ("mf", "per-graph"))
 # The figure's lowest ratio; a dot below it is drawn there, with its value written.

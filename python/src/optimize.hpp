@@ -78,7 +78,8 @@ inline void bind_optimize(py::module_& m) {
              const std::optional<std::string>& agent, const py::object& rules, const std::string& target,
              const std::string& device, const std::string& guard, double alpha, double time_limit, std::uint64_t seed,
              int verify_trials, const std::optional<std::string>& ort_level, int ort_threads, std::size_t samples,
-             const std::string& plan, std::size_t simulations, bool portable, const std::string& ledger, bool progress) {
+             const std::string& plan, std::size_t simulations, std::size_t grow_steps, bool portable, const std::string& ledger,
+             bool progress) {
               cli::OptimizeOptions o;
               o.search = search;
               o.where.target = target;
@@ -95,6 +96,7 @@ inline void bind_optimize(py::module_& m) {
               o.samples = samples;
               o.plan = plan;
               o.simulations = simulations;
+              o.grow_steps = grow_steps;
               o.portable = portable;
               o.ledger = ledger;
               o.progress = progress;
@@ -106,14 +108,16 @@ inline void bind_optimize(py::module_& m) {
           py::arg("guard") = d.guard, py::arg("alpha") = d.alpha, py::arg("time_limit") = d.time_limit,
           py::arg("seed") = d.seed, py::arg("verify_trials") = d.verify_trials, py::arg("ort_level") = py::none(),
           py::arg("ort_threads") = d.where.ort_threads, py::arg("samples") = d.samples,
-          py::arg("plan") = d.plan, py::arg("simulations") = d.simulations, py::arg("portable") = d.portable,
+          py::arg("plan") = d.plan, py::arg("simulations") = d.simulations, py::arg("grow_steps") = d.grow_steps,
+          py::arg("portable") = d.portable,
           py::arg("ledger") = d.ledger, py::arg("progress") = false,
           R"(Rewrites `model` (a Graph, a path, 'zoo:NAME' or ONNX bytes) into a cheaper equivalent graph.
 
 As `rlflow optimize`: `target` is auto, ort-cpu (ONNX Runtime on this CPU, by default level all with a
 thread per physical core; `ort_level` and `ort_threads` refine it) or cuda; `search` is greedy, taso,
 eqsat, mf or mb (mf/mb roll out the agent in the directory `agent`, then with `plan`='mcts' guide a
-tree search of `simulations` simulations a step, or with `plan`='eqsat' seed equality saturation); `cost` is auto (the target's own
+tree search of `simulations` simulations a step, with `plan`='eqsat' seed equality saturation, or with
+`plan`='grow' grow an e-graph for `grow_steps` steps, one rule's matches a step); `cost` is auto (the target's own
 prices), analytic, cpu, ort or cudnn; `budget` bounds the search (0: by the graph's size). The best
 candidates are timed against the input in ONNX Runtime (`guard`), and the input is returned unchanged
 unless one is faster. `portable` writes standard ONNX ops only (an input holding an ONNX Runtime

@@ -155,6 +155,19 @@ TEST_CASE("train writes an agent and a log line per update, and a resumed run eq
     CHECK(r["verified"] == true);
     CHECK(r["cost_after_ms"].get<double>() <= r["cost_before_ms"].get<double>() + 1e-9);
     CHECK(std::filesystem::exists(out));
+
+    // With --plan grow, the agent then grows an e-graph from the same rollouts' cheapest
+    // graph: never costlier than the rollouts alone, and verified like any result.
+    const std::string grown_report = dir.file("grown.json");
+    const Result grown = run_cli("optimize zoo:squeezenet1_1 --search mf --agent " + straight + " --samples 2 --plan grow --grow-steps 2 " +
+                                 "--cost analytic --guard none -o " + dir.file("grown.onnx") + " --report " + grown_report);
+    REQUIRE_MESSAGE(grown.exit_code == 0, grown.output);
+    const nlohmann::json g = nlohmann::json::parse(read_file(grown_report));
+    CHECK(g["plan"] == "grow");
+    CHECK(g["grow_steps"] == 2);
+    CHECK(!g.contains("simulations"));
+    CHECK(g["verified"] == true);
+    CHECK(g["cost_after_ms"].get<double>() <= r["cost_after_ms"].get<double>() * (1 + 1e-9));
 }
 
 TEST_CASE("an agent trained under a GPU preset's prices records that target, and using it for the CPU warns and says so in the report") {

@@ -79,10 +79,14 @@ void add_optimize_command(CLI::App& app) {
     cmd->add_option("--plan", o->plan,
                     "--search mf|mb: none (rollouts only), mcts (then a tree search over rewrites guided by the agent's "
                     "probabilities and value estimates, with the rest of --budget; the cheapest graph met is kept) or eqsat "
-                    "(then equality saturation from the rollouts' cheapest graph, as --search eqsat at its defaults)")
+                    "(then equality saturation from the rollouts' cheapest graph, as --search eqsat at its defaults) or grow (then "
+                    "the agent grows an e-graph from that graph, adding one rule's matches a step, for --grow-steps steps, and "
+                    "the ILP extracts)")
         ->check(CLI::IsMember(rl::plan_kind_names.names()))->capture_default_str();
     cmd->add_option("--simulations", o->simulations, "--plan mcts: simulations before each step the search commits to")
         ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))->capture_default_str();
+    cmd->add_option("--grow-steps", o->grow_steps, "--plan grow: growth steps at most, each adding the matches of the rule the agent chooses")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{100'000}))->capture_default_str();
     add_target_flags(*cmd, o->where);
     cmd->add_option("--propose", o->propose,
                     "price models whose cheapest graphs the guard times besides the target's, the fastest measured being "

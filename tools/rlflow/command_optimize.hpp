@@ -83,6 +83,7 @@ struct OptimizeOptions {
     /// --search mf|mb: the tree search the agent guides after its rollouts.
     std::string plan{rl::plan_kind_names.name(rl::PlanOptions{}.kind)};
     std::size_t simulations = rl::PlanOptions{}.simulations;
+    std::size_t grow_steps = rl::PlanOptions{}.grow_steps;
     /// --search eqsat: limits, rounds of multi-output rules, and extraction.
     search::EqsatOptions eqsat;
     std::string extract{search::extraction_names.name(search::EqsatOptions{}.extraction)};
@@ -185,6 +186,7 @@ inline SearchSpec search_spec(const OptimizeOptions& o) {
         a->stop = agent_stop_names.parse(o.agent_stop, "--agent-stop");
         a->plan.kind = rl::plan_kind_names.parse(o.plan, "--plan");
         a->plan.simulations = o.simulations;
+        a->plan.grow_steps = o.grow_steps;
     }
     return spec;
 }

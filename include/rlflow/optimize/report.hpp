@@ -267,7 +267,8 @@ inline nlohmann::json OptimizeReport::to_json() const {
         j["samples"] = agent->samples;
         j["agent_stop"] = agent_stop_names.name(agent->stop);
         j["plan"] = rl::plan_kind_names.name(agent->plan.kind);
-        if (agent->plan.kind != rl::PlanKind::none) j["simulations"] = agent->plan.simulations;
+        if (agent->plan.kind == rl::PlanKind::mcts) j["simulations"] = agent->plan.simulations;
+        if (agent->plan.kind == rl::PlanKind::grow) j["grow_steps"] = agent->plan.grow_steps;
     }
     if (eqsat) j["eqsat"] = opt::eqsat_json(eqsat->stats, eqsat->options);
     j["stop_reason"] = search::stop_reason_name(stop_reason);

@@ -7,7 +7,8 @@
 /// limit (AgentSearchOptions::until_limit). With a plan (AgentSearchOptions::plan), the
 /// agent then guides a tree search (plan.hpp) with the rest of the budget, whose cheapest
 /// graph competes with the rollouts'; or the rollouts' cheapest graph seeds equality
-/// saturation (PlanKind::eqsat). Runners-up are the other rollouts' cheapest distinct graphs.
+/// saturation (PlanKind::eqsat), or the agent grows an e-graph from it (PlanKind::grow,
+/// grow.hpp). Runners-up are the other rollouts' cheapest distinct graphs.
 ///
 /// An agent that learned from measured latency (rlflow train --reward ort-latency) knows
 /// what the cost model does not: with `endpoints`, a rollout's result is where its policy
@@ -18,6 +19,7 @@
 #include <rlflow/core/random.hpp>
 #include <rlflow/rl/env/env.hpp>
 #include <rlflow/rl/model_free/policy.hpp>
+#include <rlflow/rl/grow.hpp>
 #include <rlflow/rl/plan.hpp>
 #include <rlflow/search/eqsat.hpp>
 #include <rlflow/search/search.hpp>
@@ -25,6 +27,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -166,6 +169,20 @@ template <class Policy, cost::CostBackend C>
             keep({std::move(e.search.graph), saturated_ms, bests.front().path, std::move(e.search.rewrites)});
         if (e.search.reason == search::StopReason::interrupted) {
             result.reason = e.search.reason;
+            stopped = true;
+        }
+    }
+    // Growing the e-graph follows the rollouts as saturation does.
+    if (options.plan.kind == PlanKind::grow && (!stopped || result.reason == search::StopReason::budget)) {
+        search::SearchOptions growing = options.search;
+        if (growing.time_limit_seconds > 0) growing.time_limit_seconds = std::max(growing.time_limit_seconds - stop.seconds(), 1e-3);
+        growing.budget = std::numeric_limits<std::size_t>::max();
+        const search::StopRules grow_stop(growing);
+        GrowResult g = grow_egraph(env, bests.front().graph, policy, model, options.plan, grow_stop);
+        if (g.cost_ms < bests.front().cost_ms * (1 - significant_gain))
+            keep({std::move(g.graph), g.cost_ms, bests.front().path, std::move(g.rewrites)});
+        if (g.stopped == search::StopReason::interrupted) {
+            result.reason = *g.stopped;
             stopped = true;
         }
     }

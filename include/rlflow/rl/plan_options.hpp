@@ -19,16 +19,20 @@ enum class PlanKind : std::uint8_t {
     /// The agent proposes, equality saturation disposes: the cheapest graph the rollouts
     /// met seeds an e-graph, whose cheapest extraction is kept if it is cheaper still.
     eqsat,
+    /// The agent grows an e-graph from the rollouts' cheapest graph, one rule's matches a
+    /// step, and ILP extraction finishes (grow.hpp).
+    grow,
 };
 
 /// --plan's names, and the report's.
-inline constexpr NameTable<PlanKind, 3> plan_kind_names{{{
+inline constexpr NameTable<PlanKind, 4> plan_kind_names{{{
     {PlanKind::none, "none"},
     {PlanKind::mcts, "mcts"},
     {PlanKind::eqsat, "eqsat"},
+    {PlanKind::grow, "grow"},
 }}};
 
-/// The tree search's settings.
+/// The tree search's settings, and the e-graph growth's (max_children, grow_steps).
 struct PlanOptions {
     PlanKind kind = PlanKind::none;
     /// Simulations before each committed step.
@@ -37,6 +41,8 @@ struct PlanOptions {
     double exploration = 1.25;
     /// The most probable xfers a node offers as children.
     std::size_t max_children = 12;
+    /// PlanKind::grow: growth steps at most (a rule's matches each).
+    std::size_t grow_steps = 32;
 };
 
 }  // namespace rlflow::rl

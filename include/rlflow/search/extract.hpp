@@ -63,14 +63,16 @@ namespace detail {
 
 }  // namespace detail
 
-/// The price in ms of every e-node (indexed by e-node id; dropped ones cost 0).
+/// The price in ms of every e-node (indexed by e-node id; dropped ones cost 0). With
+/// `from`, only the e-nodes from that id on are priced, the others cost 0 (an e-graph's
+/// growth, priced as it grows).
 template <cost::CostBackend Backend>
-[[nodiscard]] std::vector<double> enode_costs(const EGraph& eg, cost::CostModel<Backend>& model) {
+[[nodiscard]] std::vector<double> enode_costs(const EGraph& eg, cost::CostModel<Backend>& model, ENodeId from = 0) {
     std::vector<double> cost(eg.node_bound(), 0.0);
     Graph pricing;
     std::vector<char> known;
     std::vector<std::pair<ENodeId, NodeId>> priced;
-    for (ENodeId id = 0; id < eg.node_bound(); ++id) {
+    for (ENodeId id = from; id < eg.node_bound(); ++id) {
         const ENode& e = eg.node(id);
         if (!eg.alive(id) || detail::known_before_run(eg, e)) continue;
         std::vector<TensorRef> inputs;
