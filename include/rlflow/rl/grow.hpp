@@ -33,8 +33,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <numeric>
+#include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace rlflow::rl {
