@@ -97,6 +97,16 @@ TEST_CASE("growing the e-graph with a trained-shape agent is deterministic, keep
     CHECK(again.grown == grown.grown);
     CHECK(again.cost_ms == grown.cost_ms);  // the same code on the same graph: the same bits
 
+    // A time limit already spent: no step, and the extraction of the seeded e-graph.
+    rl::GraphEnv env(test::builtin(), model, {});
+    const search::SearchOptions spent{.time_limit_seconds = 1e-9};
+    const search::StopRules stop(spent);
+    const rl::GrowResult none = rl::grow_egraph(env, graph, policy, model, {.kind = rl::PlanKind::grow}, stop);
+    CHECK(none.grown.empty());
+    CHECK(none.stopped == search::StopReason::time_limit);
+    CHECK(none.stats.stop == search::SaturationStop::time_limit);
+    CHECK(none.cost_ms <= model.graph_cost(graph) * (1 + 1e-9));
+
     // As the agents' plan: after a short rollout, never costlier than the rollout.
     rl::AgentSearchOptions options;
     options.env.step_limit = 20;

@@ -150,7 +150,10 @@ template <PlanningPolicy P, cost::CostBackend C>
             detail::PricedEGraph tried = grown;
             if (!detail::grow_with(tried.seeded.egraph, rules, matches[r], out.stats.node_limit)) continue;
             tried.price(model);
-            const double c = tried.judge(judging).first;
+            // Under a time limit, the candidates share what is left (0: greedy alone).
+            search::LocalSearchOptions within = judging;
+            if (const auto left = stop.seconds_left()) within.seconds = std::min(within.seconds, *left / static_cast<double>(candidates.size()));
+            const double c = tried.judge(within).first;
             if (c < best_cost) {
                 best_cost = c;
                 best_rule = r;

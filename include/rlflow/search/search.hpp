@@ -123,6 +123,11 @@ public:
     }
     /// The most expansions allowed.
     [[nodiscard]] std::size_t budget() const noexcept { return m_options.budget; }
+    /// Seconds left before the time limit (none without one; 0 once it has passed).
+    [[nodiscard]] std::optional<double> seconds_left() const {
+        if (m_options.time_limit_seconds <= 0) return std::nullopt;
+        return std::max(0.0, m_options.time_limit_seconds - seconds());
+    }
 
 private:
     const SearchOptions& m_options;
