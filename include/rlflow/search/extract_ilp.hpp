@@ -414,8 +414,7 @@ inline std::optional<std::vector<ENodeId>> ExtractionIlp::run(Cbc_Model* model, 
     if (Cbc_isProvenInfeasible(model)) out.status = "infeasible";
     else if (!x) out.status = "no_solution";
     else out.status = Cbc_isProvenOptimal(model) ? "optimal" : "time_limit";
-    // A model proven infeasible (the cutoff can make it so) still hands back an array.
-    if (!x || Cbc_isProvenInfeasible(model)) return std::nullopt;
+    if (!x) return std::nullopt;
     std::vector<ENodeId> choice = start;
     for (const ClassId c : m_reach.classes) choice[c] = no_choice;
     for (std::size_t i = 0; i < m_nodes.size(); ++i)
