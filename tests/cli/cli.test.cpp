@@ -13,7 +13,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <csignal>
 #include <sys/wait.h>
+#include <unistd.h>
 
 using namespace rlflow::cli_test;
 
@@ -571,6 +573,60 @@ TEST_CASE("optimize targets ONNX Runtime as a session runs by default, times can
     CHECK(k["proposers"].size() == 1);
     if (k["guard"]["decision"] != "input" || !k["guard"]["candidates"].empty())
         CHECK(k["guard"]["levels"] == nlohmann::json({"all", "basic"}));
+}
+
+TEST_CASE("Ctrl-C at a terminal stops optimize's search over the ONNX Runtime worker; the best graph is verified and written") {
+    if (!ort_installed()) return;
+    const ScratchDir dir("rlflow_cli_sigint_group");
+    const std::string out = dir.file("out.onnx");
+    const std::string report = dir.file("report.json");
+    const std::string log = dir.file("stderr.txt");
+    int progress[2];
+    REQUIRE(::pipe(progress) == 0);
+    // The program leads a process group of its own, as a shell's foreground job does, so
+    // that the SIGINT below reaches every process in it: rlflow and its ONNX Runtime worker.
+    const ::pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ::setpgid(0, 0);
+        ::dup2(progress[1], STDERR_FILENO);
+        ::close(progress[0]);
+        ::close(progress[1]);
+        if (std::freopen("/dev/null", "w", stdout) == nullptr) ::_exit(127);
+        // Priced afresh (no cost cache) and with a budget it would spend minutes on.
+        ::execl(RLFLOW_CLI_PATH, RLFLOW_CLI_PATH, "optimize", "zoo:squeezenet1_1", "-o", out.c_str(), "--report", report.c_str(),
+                "--budget", "1000000", "--cost-cache", "none", static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    ::setpgid(pid, pid);  // also here, so that the group exists before the signal whichever runs first
+    ::close(progress[1]);
+    // Wait for the search's first progress line (it comes every 5 s), then interrupt.
+    std::string said;
+    std::array<char, 512> buffer{};
+    while (said.find("search (") == std::string::npos) {
+        const ssize_t n = ::read(progress[0], buffer.data(), buffer.size());
+        if (n <= 0) break;
+        said.append(buffer.data(), static_cast<std::size_t>(n));
+    }
+    REQUIRE_MESSAGE(said.find("search (") != std::string::npos, said);
+    REQUIRE(::kill(-pid, SIGINT) == 0);
+    while (const ssize_t n = ::read(progress[0], buffer.data(), buffer.size())) {
+        if (n < 0) break;
+        said.append(buffer.data(), static_cast<std::size_t>(n));
+    }
+    ::close(progress[0]);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    REQUIRE_MESSAGE(WIFEXITED(status), said);
+    CHECK_MESSAGE(WEXITSTATUS(status) == 0, said);
+    CHECK(said.find("internal error") == std::string::npos);
+    REQUIRE(std::filesystem::exists(out));
+    std::ifstream in(report);
+    const auto j = nlohmann::json::parse(in);
+    CHECK(j["stop_reason"] == "interrupted");
+    CHECK(j["verified"] == true);
+    // The guard still timed the input and the candidates with the worker after the signal.
+    CHECK(j["ort_before_ms"].get<double>() > 0);
 }
 
 TEST_CASE("optimize scales its budget with the graph, reports its memory, and stops at --memory-limit") {

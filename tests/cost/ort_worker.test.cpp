@@ -77,6 +77,18 @@ TEST_CASE("a worker that dies mid-request gives a clear error naming its exit st
     CHECK_THROWS_AS((void)time_one(worker), cost::OrtWorkerError);
 }
 
+TEST_CASE("a worker runs in a process group of its own, so a terminal's Ctrl-C to the caller's group does not reach it") {
+    // The fake worker writes its process group (field 5 of /proc/self/stat) before it says hello.
+    const FakeWorker fake(std::string("cut -d' ' -f5 /proc/$$/stat > \"$(dirname \"$0\")/group\"\n") + hello + "\nread line");
+    cost::OrtWorker worker(fake.options());
+    std::ifstream in(fake.folder / "group");
+    long group = 0;
+    in >> group;
+    REQUIRE(static_cast<bool>(in));
+    CHECK(group > 0);
+    CHECK(group != static_cast<long>(::getpgrp()));
+}
+
 TEST_CASE("a worker that hangs is given up after the timeout") {
     const FakeWorker fake(std::string(hello) + "\nread line\nsleep 60");
     cost::OrtWorker worker(fake.options(0.5));

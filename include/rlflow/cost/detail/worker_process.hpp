@@ -11,6 +11,11 @@
 /// process's signal dispositions. Its stderr is a pipe drained while waiting, of which
 /// the last lines are kept for error messages. A child that exits, closes its output or
 /// stays silent past the deadline makes the call throw, never hang.
+///
+/// The child runs in a process group of its own. Ctrl-C at a terminal sends SIGINT to
+/// the whole foreground group; the caller handles it (a search stops and writes its best
+/// graph, which it still measures with this worker), so the worker must not die of it.
+/// The child still ends with the caller: its input closes when the caller exits.
 
 #include <rlflow/core/error.hpp>
 
@@ -128,10 +133,15 @@ private:
         posix_spawn_file_actions_adddup2(&actions, input[1], STDIN_FILENO);
         posix_spawn_file_actions_adddup2(&actions, output[1], STDOUT_FILENO);
         posix_spawn_file_actions_adddup2(&actions, error[1], STDERR_FILENO);
+        posix_spawnattr_t attributes;
+        posix_spawnattr_init(&attributes);
+        posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+        posix_spawnattr_setpgroup(&attributes, 0);  // a new group, led by the child
         std::vector<char*> args;
         for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
         args.push_back(nullptr);
-        const int failed = ::posix_spawnp(&m_pid, args[0], &actions, nullptr, args.data(), environ);
+        const int failed = ::posix_spawnp(&m_pid, args[0], &actions, &attributes, args.data(), environ);
+        posix_spawnattr_destroy(&attributes);
         posix_spawn_file_actions_destroy(&actions);
         ::close(input[1]);
         ::close(output[1]);
