@@ -64,7 +64,11 @@ TEST_CASE("the guard keeps the input when the candidate is slower") {
     REQUIRE(d.verdicts.size() == 1);
     CHECK(d.verdicts[0].slower);
     CHECK(d.verdicts[0].median_ratio > 1.0);
-    CHECK(d.reason.find("keeping the input") != std::string::npos);
+    // The message gives the change in words and the p-value of the loss.
+    CHECK(d.reason.find("keeping the input: no candidate is faster at level basic beyond the noise; the candidate was ") == 0);
+    CHECK(d.reason.find("% slower (") != std::string::npos);
+    CHECK(d.reason.find("that it is slower)") != std::string::npos);
+    CHECK(d.vetoed_at.empty());
 }
 
 TEST_CASE("the guard keeps the input when the candidate is within the noise") {
@@ -109,6 +113,29 @@ TEST_CASE("the guard keeps the input when a candidate loses at another level, ev
     CHECK_FALSE(d.verdicts[1].slower);  // the sign test alone would let it through
     CHECK(d.verdicts[1].median_ratio == doctest::Approx(1.02));
     CHECK_FALSE(d.chosen.has_value());
+    // The console says what the candidate gained, which level vetoed it and by how much.
+    CHECK(d.vetoed_at == "all");
+    REQUIRE(d.best.has_value());
+    CHECK(*d.best == 0);
+    CHECK(d.reason.find("keeping the input: the candidate was ") == 0);
+    CHECK(d.reason.find("% faster at level basic (") != std::string::npos);
+    CHECK(d.reason.find("but level all vetoed it: 2.0% slower there (7/21 rounds faster, sign test p = ") != std::string::npos);
+    CHECK(d.reason.find("may lose at most 0.5%") != std::string::npos);
+}
+
+TEST_CASE("the guard's message names the best of several candidates and the level that vetoed it, with its gain and the p-values") {
+    // As on regnet: candidate 2 is 17% faster at all, but 1.9% slower at basic; candidate 1
+    // gains 1% at all and loses 3% at basic. Neither is written.
+    const std::vector<search::LevelTimings> t{{"all", {runs(10.0), runs(9.9, 21, 2), runs(8.3, 21, 0)}},
+                                              {"basic", {runs(12.0), runs(12.36, 21, 0), runs(12.228, 21, 0)}}};
+    const search::GuardDecision d = search::decide(t, 2);  // screening for a second comparison, the default
+    CHECK_FALSE(d.chosen.has_value());
+    REQUIRE(d.best.has_value());
+    CHECK(*d.best == 1);
+    CHECK(d.vetoed_at == "basic");
+    CHECK_MESSAGE(d.reason.find("keeping the input: the best candidate (2 of 2) was 17.0% faster at level all (") == 0, d.reason);
+    CHECK(d.reason.find("(21/21 rounds faster, sign test p < 0.0001), but level basic vetoed it: 1.9% slower there (0/21 rounds faster, sign test p < 0.0001 that it is slower)")
+          != std::string::npos);
 }
 
 TEST_CASE("run_guard writes the input and candidates as ONNX and times them through the timer it is given") {
@@ -208,7 +235,7 @@ TEST_CASE("run_guard times the chosen candidate again and keeps the input when t
     CHECK_FALSE(d.chosen.has_value());
     REQUIRE(d.confirmation.has_value());
     CHECK_FALSE(d.confirmation->faster);
-    CHECK(d.reason.find("but not when timed again") != std::string::npos);
+    CHECK(d.reason.find("but timed again it was ") != std::string::npos);
     CHECK(std::filesystem::is_empty(scratch.path));
 
     // Confirmed: written, and the reason gives both comparisons.
@@ -255,7 +282,7 @@ TEST_CASE("run_guard's second comparison looks again when its first look cannot 
     CHECK(confirmed.confirmation->rounds == 42);
     CHECK(confirmed.confirmation->wins == 30);
     CHECK(confirmed.confirmation->p_faster < 0.025);
-    CHECK(confirmed.reason.find("30/42 rounds over 2 looks") != std::string::npos);
+    CHECK(confirmed.reason.find("30/42 rounds faster over 2 looks") != std::string::npos);
 
     // 12 of 21 a look: 24 of 42 pooled is noise; after the last look the input is kept.
     calls = 0;
@@ -265,7 +292,7 @@ TEST_CASE("run_guard's second comparison looks again when its first look cannot 
     CHECK_FALSE(kept.chosen.has_value());
     REQUIRE(kept.confirmation.has_value());
     CHECK(kept.confirmation->looks == 2);
-    CHECK(kept.reason.find("but not when timed again") != std::string::npos);
+    CHECK(kept.reason.find("but timed again it was ") != std::string::npos);
 
     // One look, as before: 15 of 21 passes the whole significance at once.
     calls = 0;

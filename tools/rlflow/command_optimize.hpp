@@ -259,7 +259,7 @@ inline void print_summary(const OptimizeReport& r) {
                 human_bytes(static_cast<double>(r.after.memory.weight_bytes)).c_str());
     constexpr double giga = 1e9;
     std::printf("%-22s %8.3f GFLOP %8.3f GFLOP\n", "FLOPs", r.before.flops / giga, r.after.flops / giga);
-    std::printf("search: %s after %zu expansions, %.2f s\n", r.stop.c_str(), r.expansions, r.seconds);
+    std::printf("search: %s (%zu expansions, %.2f s)\n", r.stop.c_str(), r.expansions, r.seconds);
     if (r.eqsat) {
         const search::EqsatStats& e = r.eqsat->stats;
         std::printf("e-graph: %zu e-classes, %zu e-nodes after %zu iterations; extraction: %s", e.classes, e.enodes, e.iterations,
@@ -270,10 +270,11 @@ inline void print_summary(const OptimizeReport& r) {
     if (r.guard.decision != opt::GuardVerdict::off) std::printf("guard: %s\n", r.guard.reason.c_str());
     if (r.guard.decision != opt::GuardVerdict::off)
         for (const search::CandidateVerdict& v : r.guard.detail.verdicts)
-            std::printf("  candidate %zu at level %s: %.3f of the input's time (%zu/%zu rounds faster), proposed by %s\n", v.candidate + 1,
-                        v.level.c_str(), v.median_ratio, v.wins, v.rounds, join(r.timed.at(v.candidate).proposed_by, ", ").c_str());
+            std::printf("  candidate %zu at level %s: %s (%s), proposed by %s\n", v.candidate + 1, v.level.c_str(),
+                        search::detail::change_in_words(v.median_ratio).c_str(), search::detail::tally(v, v.median_ratio > 1).c_str(),
+                        join(r.timed.at(v.candidate).proposed_by, ", ").c_str());
     if (r.written_is_input) {
-        std::printf("wrote the input unchanged\n");
+        std::printf("kept the input: %s\n", r.kept_because.c_str());
         return;
     }
     std::printf("rewrites (net: steps that undo each other are left out; every step, in order, in the report):\n");

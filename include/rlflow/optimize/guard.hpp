@@ -184,6 +184,9 @@ inline nlohmann::json guard_json(const GuardOutcome& g, const GuardSettings& set
     j["significance"] = settings.decision.significance;
     j["min_gain"] = settings.decision.min_gain;
     if (g.detail.confirmation) j["confirmation"] = verdict_json(*g.detail.confirmation);
+    // The candidate that gained most at the first level (from 1), and the level that vetoed it.
+    j["best_candidate"] = g.detail.best ? nlohmann::json(*g.detail.best + 1) : nlohmann::json();
+    j["vetoed_at"] = g.detail.vetoed_at.empty() ? nlohmann::json() : nlohmann::json(g.detail.vetoed_at);
     j["candidates"] = nlohmann::json::array();
     for (const search::CandidateVerdict& v : g.detail.verdicts) j["candidates"].push_back(verdict_json(v));
     return j;

@@ -290,8 +290,9 @@ inline void settle_as_written(Graph& g) {
 }
 
 /// Why a search of `kind` stopped, in words.
-[[nodiscard]] inline std::string stop_reason_text(search::StopReason reason, SearchKind kind,
+[[nodiscard]] inline std::string stop_reason_text(const search::SearchResult& found, SearchKind kind,
                                                   const std::optional<search::EqsatStats>& eqsat = std::nullopt) {
+    const search::StopReason reason = found.reason;
     if (eqsat) {
         switch (eqsat->stop) {
             case search::SaturationStop::saturated: return "saturated (no rewrite changes the e-graph)";
@@ -304,7 +305,18 @@ inline void settle_as_written(Graph& g) {
     const bool agent = kind == SearchKind::model_free || kind == SearchKind::model_based;
     switch (reason) {
         case search::StopReason::converged: return agent ? "done (every rollout of the agent ended)" : "converged (no rewrite left to try)";
-        case search::StopReason::budget: return "stopped at the --budget";
+        case search::StopReason::budget:
+            // The budget is named as the limit only where more of it could help: greedy was
+            // still lowering the cost at every step; taso, when its best came late.
+            if (kind == SearchKind::greedy)
+                return "stopped at the --budget while every rewrite still lowered the cost: a larger --budget may find more";
+            if (kind == SearchKind::backtracking && found.best_found_at * 2 <= found.expansions)
+                return "spent its --budget of " + std::to_string(found.expansions) + " expansions; nothing cheaper was found after expansion "
+                       + std::to_string(found.best_found_at) + ", so a larger one is unlikely to help";
+            if (kind == SearchKind::backtracking)
+                return "stopped at the --budget while still finding cheaper graphs (the last after expansion " + std::to_string(found.best_found_at)
+                       + " of " + std::to_string(found.expansions) + "): a larger --budget may find more";
+            return "stopped at the --budget";
         case search::StopReason::time_limit: return "stopped at the --time-limit";
         case search::StopReason::interrupted: return "interrupted (Ctrl-C); kept the best graph so far";
         case search::StopReason::memory_limit: return "stopped at the --memory-limit";
@@ -597,7 +609,8 @@ inline void describe(OptimizeReport& report, const OptimizeRequest& r, const Gra
     report.budget = r.limits.budget > 0 ? r.limits.budget : search::default_budget(before.num_nodes());
     report.peak_search_bytes = found.peak_search_bytes;
     report.stop_reason = found.reason;
-    report.stop = stop_reason_text(found.reason, report.search, report.eqsat ? std::optional(report.eqsat->stats) : std::nullopt);
+    report.best_found_at = found.best_found_at;
+    report.stop = stop_reason_text(found, report.search, report.eqsat ? std::optional(report.eqsat->stats) : std::nullopt);
     report.seconds = found.seconds;
     report.proposed_by = written.proposed_by;
     if (const auto* a = std::get_if<AgentSpec>(&r.search)) {
@@ -605,6 +618,43 @@ inline void describe(OptimizeReport& report, const OptimizeRequest& r, const Gra
         report.agent = AgentUse{a->dir.string(), state.target, state.target == report.prices_for, found.expansions, found.seconds,
                                 a->samples, agent_stop(*a, state), a->plan};
     }
+}
+
+/// Why the input is written unchanged, and what would pay where the guard saw it, in a
+/// sentence or two for the console and the report; empty when a candidate is written.
+[[nodiscard]] inline std::string kept_input_reason(const OptimizeReport& r) {
+    if (!r.written_is_input) return "";
+    const GuardOutcome& g = r.guard;
+    if (g.decision == GuardVerdict::unavailable) return g.reason;
+    if (r.timed.empty()) {
+        std::string models;
+        for (const Proposal& p : r.proposers) models += (models.empty() ? "" : ", ") + p.model;
+        return "no rewrite the search found lowers the price of this model (priced by " + (models.empty() ? r.cost_backend : models)
+               + "), so there was nothing to time; another --search or more rules (rlflow rules generate) may find some";
+    }
+    if (g.decision == GuardVerdict::off) return "no candidate was cheaper than the input under " + r.cost_backend;
+    const std::string runtime = r.guard_settings.mode == GuardMode::cuda ? "the CUDA executor" : "ONNX Runtime";
+    const std::vector<search::CandidateVerdict>& verdicts = g.detail.verdicts;
+    const std::string& level = r.guard_settings.levels.empty() ? std::string() : r.guard_settings.levels.front();
+    // What would pay: a level that vetoed a gain, or another level at which a candidate was
+    // faster beyond the noise.
+    if (!g.detail.vetoed_at.empty())
+        return "the best candidate was faster at level " + level + ", but the --guard-levels also require level " + g.detail.vetoed_at
+               + " not to lose; without that requirement the guard would time it again at level " + level;
+    for (const search::CandidateVerdict& v : verdicts)
+        if (v.level != level && v.faster)
+            return "no candidate was faster at level " + level + ", but candidate " + std::to_string(v.candidate + 1) + " was "
+                   + search::detail::change_in_words(v.median_ratio) + " at level " + v.level + ": --ort-level " + v.level + " targets that";
+    if (g.detail.confirmation)
+        return "the candidate that gained in the first comparison did not when timed again: its gain is within this machine's noise";
+    if (g.detail.best && !verdicts.empty()) {
+        const search::CandidateVerdict& b = verdicts.at(*g.detail.best * r.guard_settings.levels.size());
+        if (b.median_ratio < 1 && !b.faster && !g.detail.confirmation)
+            return "the best candidate's gain (" + search::detail::change_in_words(b.median_ratio) + ") is within the noise of "
+                   + std::to_string(b.rounds) + " rounds; more --guard-rounds may tell it apart";
+    }
+    return "the rewrites found do not pay at this target: " + runtime + (level.empty() ? "" : " at level " + level)
+           + " already does what they save, or runs their result slower";
 }
 
 /// Searches under the target's prices (and, with a guard, under other price models),
@@ -651,6 +701,7 @@ OptimizeResult optimize_with(const OptimizeRequest& r, const Graph& original, Ba
                                  : std::move(candidates[report.guard.decision == GuardVerdict::candidate ? report.guard.chosen : 0]);
     report.verification = written.is_input ? Verification{} : verify(original, written.graph, r.verify, r.seed);
     describe(report, r, original, found, written);
+    report.kept_because = kept_input_reason(report);
     // The NCHWc block ONNX Runtime uses here, which decides which grouped convolutions
     // nchwc-groups widens (0: ORT lays nothing out in blocks on this CPU).
     if (target.kind == cost::TargetKind::ort_cpu) report.nchwc_block = ort_nchwc_block();

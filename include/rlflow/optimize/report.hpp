@@ -104,6 +104,27 @@ struct EqsatUse {
 
 }  // namespace opt
 
+namespace opt {
+
+/// What the cost figures (cost_before_ms, cost_after_ms) of a price model named `backend`
+/// are, and how they relate to the latency the guard measures, for the report.
+[[nodiscard]] inline std::string cost_meaning(const std::string& backend) {
+    const std::string timed_whole = "; the whole model's measured latency differs, because a runtime fuses ops, overlaps them and "
+                                    "spends time between them, and only the guard's measurement decides what is written";
+    if (backend.starts_with("ort:"))
+        return "the sum of the ops' median times, each op timed alone in ONNX Runtime (" + backend + ")" + timed_whole;
+    if (backend.starts_with("analytic:"))
+        return "a roofline estimate of the ops' times on the " + backend.substr(9) + " preset, not a measurement" + timed_whole;
+    if (backend.starts_with("cpu-profiler:")) return "the sum of the ops' times measured in rlflow's reference executor" + timed_whole;
+    if (backend.starts_with("cudnn:")) return "the sum of the ops' times measured with cuDNN and cuBLAS on the GPU" + timed_whole;
+    if (backend.starts_with("table:"))
+        return "the sum of the ops' prices in a recorded price table (measured where the table has the op, else its fitted roofline)"
+               + timed_whole;
+    return "the sum of the ops' prices under " + backend + timed_whole;
+}
+
+}  // namespace opt
+
 /// The report of one `rlflow::optimize`.
 struct OptimizeReport {
     std::string model;
@@ -120,6 +141,8 @@ struct OptimizeReport {
     GraphStatistics after;
     /// The input itself is written (no candidate was faster).
     bool written_is_input = true;
+    /// Why, when it is, and what would pay where the guard saw it (opt::kept_input_reason).
+    std::string kept_because;
     /// Ops outside ONNX's standard domain in what is written ("domain.op").
     std::vector<std::string> nonstandard_ops;
     bool needs_onnxruntime = false;
@@ -131,6 +154,8 @@ struct OptimizeReport {
     /// The target's own search: its best graph's rewrites, expansions, budget and memory.
     std::map<std::string, std::size_t> search_rewrites;
     std::size_t expansions = 0;
+    /// The expansion after which the target's search last found a cheaper graph.
+    std::size_t best_found_at = 0;
     std::size_t budget = 0;
     std::size_t peak_search_bytes = 0;
     /// What the prices stand for (opt::priced_target).
@@ -237,6 +262,7 @@ inline nlohmann::json OptimizeReport::to_json() const {
     j["target_device"] = target_device;
     j["search"] = search_kind_names.name(search);
     j["cost_backend"] = cost_backend;
+    j["cost_means"] = opt::cost_meaning(cost_backend);
     j["cost_before_ms"] = cost_before_ms;
     j["cost_after_ms"] = cost_after_ms;
     j["search_best_cost_ms"] = search_best_cost_ms;
@@ -247,6 +273,7 @@ inline nlohmann::json OptimizeReport::to_json() const {
     j["flops_before"] = before.flops;
     j["flops_after"] = after.flops;
     j["written"] = written_is_input ? "input" : "optimised";
+    j["kept_because"] = kept_because.empty() ? nlohmann::json() : nlohmann::json(kept_because);
     j["nonstandard_ops"] = nonstandard_ops;
     j["needs_onnxruntime"] = needs_onnxruntime;
     j["portable"] = portable;
@@ -255,6 +282,7 @@ inline nlohmann::json OptimizeReport::to_json() const {
     j["rewrite_sequence"] = rewrite_sequence;
     j["search_rewrites"] = search_rewrites;
     j["expansions"] = expansions;
+    j["best_found_at"] = best_found_at;
     j["budget"] = budget;
     j["peak_search_bytes"] = peak_search_bytes;
     j["prices_for"] = prices_for;

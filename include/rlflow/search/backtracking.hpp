@@ -286,7 +286,9 @@ template <cost::CostBackend Backend>
             result.reason = *why;
             break;
         }
+        const double best_before = frontier.best().cost_ms;
         frontier.expand(walker.state(), walker.at());
+        if (frontier.best().cost_ms < best_before) result.best_found_at = result.expansions;
         if (options.on_progress)
             options.on_progress({result.expansions, options.budget, result.initial_cost_ms, frontier.best().cost_ms});
     }

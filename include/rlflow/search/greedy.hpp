@@ -59,6 +59,7 @@ template <cost::CostBackend Backend>
         }
         if (options.on_progress) options.on_progress({result.expansions, options.budget, result.initial_cost_ms, state.cost()});
     }
+    result.best_found_at = result.expansions;  // each step greedy takes lowers the cost
     result.graph = state.graph();
     result.best_cost_ms = model.graph_cost(result.graph);
     result.rewrites = named_counts(*rules, path);

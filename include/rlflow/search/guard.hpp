@@ -108,6 +108,11 @@ struct GuardDecision {
     double input_median_ms = 0;
     /// The second comparison of the chosen candidate with the input, when one was run.
     std::optional<CandidateVerdict> confirmation;
+    /// The candidate with the lowest median ratio at the first level, chosen or not.
+    std::optional<std::size_t> best;
+    /// The level at which `best` lost beyond min_gain when it gained at the first level
+    /// and was not chosen for that (empty otherwise).
+    std::string vetoed_at;
 };
 
 namespace detail {
@@ -136,10 +141,35 @@ using cost::detail::sign_test_p;
     return v;
 }
 
-[[nodiscard]] inline std::string percent(double ratio) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%+.1f%%", (ratio - 1) * 100);
+/// A median ratio of a candidate's time to the input's, in words: "12.3% faster",
+/// "2.3% slower" (percent of the input's time) or "as fast".
+[[nodiscard]] inline std::string change_in_words(double ratio) {
+    char text[48];
+    if (std::abs(ratio - 1) < 0.0005) return "as fast";
+    std::snprintf(text, sizeof text, "%.1f%% %s", std::abs(1 - ratio) * 100, ratio < 1 ? "faster" : "slower");
     return text;
+}
+
+/// A fraction as a percentage with one decimal: 0.005 is "0.5%".
+[[nodiscard]] inline std::string share(double fraction) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f%%", fraction * 100);
+    return text;
+}
+
+/// A sign test's p-value as the console gives it: four decimals, "p < 0.0001" below.
+[[nodiscard]] inline std::string p_value(double p) {
+    if (p < 0.0001) return "p < 0.0001";
+    char text[32];
+    std::snprintf(text, sizeof text, "p = %.4f", p);
+    return text;
+}
+
+/// "12/21 rounds faster, p = 0.0391" for a verdict read as a gain; "3/21 rounds faster,
+/// p = 0.0001 that it is slower" for one read as a loss.
+[[nodiscard]] inline std::string tally(const CandidateVerdict& v, bool as_loss = false) {
+    return std::to_string(v.wins) + "/" + std::to_string(v.rounds) + " rounds faster" + (v.looks > 1 ? " over " + std::to_string(v.looks) + " looks" : "")
+           + ", sign test " + (as_loss ? p_value(v.p_slower) + " that it is slower" : p_value(v.p_faster));
 }
 
 }  // namespace detail
@@ -174,21 +204,42 @@ using cost::detail::sign_test_p;
             best_ratio = ratio;
         }
     }
-    const CandidateVerdict& first = d.verdicts.front();
+    const std::size_t per = levels.size();
+    std::size_t best = 0;
+    for (std::size_t c = 1; c < candidates; ++c)
+        if (d.verdicts[c * per].median_ratio < d.verdicts[best * per].median_ratio) best = c;
+    d.best = best;
     if (d.chosen) {
-        const CandidateVerdict& v = d.verdicts[*d.chosen * levels.size()];
+        const CandidateVerdict& v = d.verdicts[*d.chosen * per];
         d.reason = "candidate " + std::to_string(*d.chosen + 1) + (screening ? " is the fastest at level " : " is faster at level ") + v.level
-                   + " (" + detail::percent(v.median_ratio) + ", " + std::to_string(v.wins) + "/" + std::to_string(v.rounds) + " rounds"
-                   + (screening ? ""
-                                : ", sign test p = " + std::to_string(v.p_faster).substr(0, 6)
-                                      + (candidates > 1 ? " < " + std::to_string(significance).substr(0, 6) + " for " + std::to_string(candidates) + " candidates" : ""))
+                   + " (" + detail::change_in_words(v.median_ratio) + ", " + detail::tally(v)
+                   + (!screening && candidates > 1 ? ", below " + std::to_string(significance).substr(0, 6) + " for " + std::to_string(candidates) + " candidates" : "")
                    + ")";
-        if (levels.size() > 1)
-            d.reason += " and not slower at the other levels (median within " + detail::percent(1 + options.min_gain) + ")";
-    } else {
-        d.reason = "no candidate is faster than the input beyond the noise at level " + first.level + " without being slower at another (best: "
-                   + detail::percent(first.median_ratio) + "); keeping the input";
+        if (per > 1) d.reason += " and not slower at the other levels (median loss at most " + detail::share(options.min_gain) + ")";
+        return d;
     }
+    // Why the input is kept, in terms of the best candidate: what it gained at the first
+    // level, and the level that vetoed it or the noise that hid it.
+    const CandidateVerdict& b = d.verdicts[best * per];
+    const std::string name = candidates > 1 ? "the best candidate (" + std::to_string(best + 1) + " of " + std::to_string(candidates) + ")"
+                                            : "the candidate";
+    std::size_t veto = 0;
+    for (std::size_t l = 1; l < per; ++l)
+        if (d.verdicts[best * per + l].median_ratio > 1 + options.min_gain
+            && (veto == 0 || d.verdicts[best * per + l].median_ratio > d.verdicts[best * per + veto].median_ratio))
+            veto = l;
+    const bool gained = screening ? b.median_ratio < 1 - options.min_gain : b.faster;
+    if (gained && veto > 0) {
+        const CandidateVerdict& v = d.verdicts[best * per + veto];
+        d.vetoed_at = v.level;
+        d.reason = "keeping the input: " + name + " was " + detail::change_in_words(b.median_ratio) + " at level " + b.level + " ("
+                   + detail::tally(b) + "), but level " + v.level + " vetoed it: " + detail::change_in_words(v.median_ratio) + " there ("
+                   + detail::tally(v, true) + "), where a written model may lose at most " + detail::share(options.min_gain);
+        return d;
+    }
+    const bool loses = b.median_ratio > 1 + options.min_gain;
+    d.reason = "keeping the input: no candidate is faster at level " + b.level + " beyond the noise; " + name + " was "
+               + detail::change_in_words(b.median_ratio) + " (" + detail::tally(b, loses) + ")";
     return d;
 }
 
@@ -214,16 +265,13 @@ void confirm(GuardDecision& d, const std::vector<std::filesystem::path>& files, 
     }
     v.candidate = c;
     d.confirmation = v;
-    const std::string tally = std::to_string(v.wins) + "/" + std::to_string(v.rounds) + " rounds"
-                              + (v.looks > 1 ? " over " + std::to_string(v.looks) + " looks" : "");
     if (v.faster) {
-        d.reason += "; timed again, faster: " + detail::percent(v.median_ratio) + " (" + tally
-                    + ", sign test p = " + std::to_string(v.p_faster).substr(0, 6) + ")";
+        d.reason += "; timed again: " + detail::change_in_words(v.median_ratio) + " (" + detail::tally(v) + ")";
         return;
     }
-    d.reason = "candidate " + std::to_string(c + 1) + " was faster at level " + level + " in the first comparison ("
-               + detail::percent(d.verdicts.at(c * levels.size()).median_ratio)
-               + ") but not when timed again (" + detail::percent(v.median_ratio) + ", " + tally + "); keeping the input";
+    d.reason = "keeping the input: candidate " + std::to_string(c + 1) + " was " + detail::change_in_words(d.verdicts.at(c * levels.size()).median_ratio)
+               + " at level " + level + " in the first comparison, but timed again it was " + detail::change_in_words(v.median_ratio) + " ("
+               + detail::tally(v, v.median_ratio > 1) + "), not faster beyond the noise";
     d.chosen.reset();
 }
 

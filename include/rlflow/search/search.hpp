@@ -91,6 +91,9 @@ struct SearchResult {
     /// where the cost model prices them above the input.
     bool chosen_by_policy = false;
     std::size_t expansions = 0;
+    /// The expansion after which the best graph was last improved (0: the input is the
+    /// best); a search stopped by its budget long after it says a larger one would not help.
+    std::size_t best_found_at = 0;
     double seconds = 0;
     StopReason reason = StopReason::converged;
     /// The most bytes the search held beyond its working graph (taso: its tree, the
