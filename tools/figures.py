@@ -4,12 +4,14 @@ import sys
 
 
 def pyplot():
-    """matplotlib.pyplot on the Agg backend (no display needed); exits naming the Debian
-    package when matplotlib is missing."""
+    """matplotlib.pyplot on the Agg backend (no display needed); when matplotlib is missing,
+    says in one line how to get it and exits with status 2."""
     try:
         import matplotlib
     except ImportError:
-        sys.exit("matplotlib is missing: apt-get install python3-matplotlib")
+        print("matplotlib is missing: apt-get install python3-matplotlib (or bash tools/setup.sh, which installs it)",
+              file=sys.stderr)
+        sys.exit(2)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     return plt

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs, with apt-get and without prompts, whatever rlflow's build needs that this
 # Debian machine lacks. Safe to run again: it installs nothing when all is present.
-#   bash tools/setup.sh          build dependencies, and ONNX Runtime (Node.js, then npm
+#   bash tools/setup.sh          build dependencies, matplotlib (the figure scripts in
+#                                tools/), and ONNX Runtime (Node.js, then npm
 #                                onnxruntime-node in tools/ort): the runtime `rlflow
 #                                optimize` prices ops in and checks its result in
 #   bash tools/setup.sh --test   also what the tests use: the ONNX conformance data
-#                                (libonnx-testdata), matplotlib, pytest, Open MPI and
-#                                Clang 16 (the compile checks)
+#                                (libonnx-testdata), pytest, Open MPI and Clang 16 (the
+#                                compile checks)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 with_tests=0
@@ -20,6 +21,7 @@ packages=(
   libz3-dev libcli11-dev nlohmann-json3-dev
   coinor-libcbc-dev
   pybind11-dev python3-dev python3-numpy
+  python3-matplotlib
 )
 
 missing=()
@@ -27,9 +29,9 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ $with_tests -eq 1 ]; then
-  # The ONNX conformance data, matplotlib for the figure scripts' tests, pytest for the
-  # Python module's, and Open MPI for the tests on 2 ranks.
-  for p in libonnx-testdata python3-matplotlib python3-pytest mpi-default-dev mpi-default-bin; do
+  # The ONNX conformance data, pytest for the Python module's tests, and Open MPI for the
+  # tests on 2 ranks.
+  for p in libonnx-testdata python3-pytest mpi-default-dev mpi-default-bin; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   # Clang 16 or later compiles the suite's compile checks (tests/compile_checks) in about a

@@ -55,6 +55,11 @@ TEST_CASE("eval runs every method on every graph under every seed and writes res
         CHECK(std::filesystem::exists(c["output"].get<std::string>()));
         CHECK(c["seconds"].get<double>() >= 0);
         CHECK(c["rewrites"].is_object());
+        // Every rule applied has its pattern in rule_labels, for tables and figures.
+        for (const auto& [name, count] : c["rewrites"].items()) {
+            REQUIRE(results["rule_labels"].contains(name));
+            CHECK(results["rule_labels"][name].get<std::string>().find(" \u2192 ") != std::string::npos);
+        }
     }
     // squeezenet has gains under V100 prices (its 1x1/3x3 expand pairs merge): the best
     // method's mean is in bold in its row of the cost table.
@@ -149,6 +154,15 @@ TEST_CASE("eval --ort times each result at every level, and a resumed eval times
     const std::string md = read_file(out + "/results.md");
     CHECK(md.find("level basic, 1 thread(s)") != std::string::npos);
     CHECK(md.find("level all, 1 thread(s)") != std::string::npos);
+    // Three runs cannot reach the sign test's 5% (its least p is 1/8): every timing is
+    // within the noise, and each ORT table's cell says so instead of a figure.
+    for (const char* key : {"basic_t1", "all_t1"}) {
+        CHECK(timed["ort"][key]["within_noise"] == true);
+        CHECK(timed["ort"][key]["p_faster"].get<double>() >= 0.125);
+    }
+    const std::size_t ort_tables = md.find("## Speed-up in ONNX Runtime");
+    REQUIRE(ort_tables != std::string::npos);
+    CHECK(md.find("| conv_sin_branches | \u2248 |", ort_tables) != std::string::npos);
     // Resumed with another level: the cell is not run again (its log is untouched), the
     // timings it had are kept as they were, and the new level is added.
     const std::filesystem::path log = std::filesystem::path(out) / "cells/conv_sin_branches/greedy_s1.log";
@@ -161,6 +175,34 @@ TEST_CASE("eval --ort times each result at every level, and a resumed eval times
     CHECK(resumed["ort"]["basic_t1"] == timed["ort"]["basic_t1"]);
     CHECK(resumed["ort"]["all_t1"] == timed["ort"]["all_t1"]);
     CHECK(resumed["ort"]["extended_t1"]["speedup"].get<double>() > 0);
+}
+
+TEST_CASE("eval marks a model timed against itself as within the noise, never as a gain in bold") {
+    if (!rlflow::cli_test::ort_installed()) return;
+    const ScratchDir dir("rlflow-cli-eval-noise");
+    const std::string out = dir.file("eval");
+    // One op that no rule rewrites: the cell writes its input, and ONNX Runtime times the
+    // model against itself.
+    const std::string single_op = std::string(RLFLOW_SOURCE_DIR) + "/tests/data/ops/instance_norm.onnx";
+    const Result run = run_cli("eval --graphs " + single_op + " --methods greedy,taso --cost analytic --ort --ort-runs 4 --ort-threads 1 "
+                               "--ort-level all --out " + out);
+    REQUIRE_MESSAGE(run.exit_code == 0, run.output);
+    const nlohmann::json results = nlohmann::json::parse(read_file(out + "/results.json"));
+    REQUIRE(results["cells"].size() == 2);
+    for (const nlohmann::json& c : results["cells"]) {
+        CAPTURE(c.dump());
+        REQUIRE(c["written"] == "input");
+        const nlohmann::json& t = c["ort"]["all_t1"];
+        // Four rounds cannot reach 5% (the least p is 1/16): within the noise, whatever the medians.
+        CHECK(t["within_noise"] == true);
+        CHECK(t["p_faster"].get<double>() >= 0.0625);
+        CHECK(t["p_slower"].get<double>() >= 0.0625);
+    }
+    const std::string md = read_file(out + "/results.md");
+    const std::size_t ort_table = md.find("## Speed-up in ONNX Runtime");
+    REQUIRE(ort_table != std::string::npos);
+    CHECK(md.find("| instance_norm | \u2248 | \u2248 |", ort_table) != std::string::npos);
+    CHECK(md.find("**", ort_table) > md.find("## Search or inference seconds"));  // no bold in the ORT table
 }
 
 TEST_CASE("the training-curve and temperature-sweep scripts draw mf and mb agents") {

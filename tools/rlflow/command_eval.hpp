@@ -179,8 +179,9 @@ inline bool add_ort_timings(const EvalOptions& o, cost::OrtWorker& worker, nlohm
         if (record.contains("ort") && record["ort"].contains(key)) continue;
         const OrtPair t = time_pair(worker, record["input"].get<std::string>(), record["output"].get<std::string>(), {level, o.ort_threads},
                                     o.ort_warmup, o.ort_runs, record["seed"].get<std::uint64_t>());
-        record["ort"][key] = {{"level", level}, {"threads", o.ort_threads}, {"runs", o.ort_runs}, {"before_ms", t.before_ms},
-                              {"after_ms", t.after_ms}, {"speedup", 1 / t.ratio}};
+        record["ort"][key] = {{"level", level},         {"threads", o.ort_threads}, {"runs", o.ort_runs},   {"before_ms", t.before_ms},
+                              {"after_ms", t.after_ms},  {"speedup", 1 / t.ratio},   {"wins", t.wins},       {"rounds", t.rounds},
+                              {"p_faster", t.p_faster}, {"p_slower", t.p_slower},   {"within_noise", t.within_noise}};
         added = true;
     }
     return added;
@@ -204,9 +205,11 @@ inline std::pair<double, double> mean_spread(const std::vector<double>& xs) {
 }
 
 /// A Markdown table of the figure at JSON pointer `key` (higher is better when `higher`),
-/// graphs by methods: mean ± spread over the seeds' ok cells, the best mean of each row in bold.
+/// graphs by methods: mean ± spread over the seeds' ok cells, the best mean of each row in
+/// bold. With `noise` (a JSON pointer to a bool), a cell whose every seed is within the
+/// noise prints "≈" and is never bold.
 inline std::string results_table(const EvalOptions& o, const std::vector<nlohmann::json>& records, const std::string& key, bool higher,
-                                 const char* format) {
+                                 const char* format, const std::string& noise = "") {
     const nlohmann::json::json_pointer at(key);
     std::string md = "| graph |";
     for (const std::string& m : o.methods) md += " " + m + " |";
@@ -215,20 +218,32 @@ inline std::string results_table(const EvalOptions& o, const std::vector<nlohman
     md += "\n";
     for (const std::string& g : o.graphs) {
         std::vector<std::optional<std::pair<double, double>>> stats;
+        std::vector<bool> noisy;
         for (const std::string& m : o.methods) {
             std::vector<double> xs;
+            bool all_noise = !noise.empty();
             for (const nlohmann::json& r : records)
-                if (r["graph"] == g && r["method"] == m && r["status"] == "ok" && r.contains(at)) xs.push_back(r[at].get<double>());
+                if (r["graph"] == g && r["method"] == m && r["status"] == "ok" && r.contains(at)) {
+                    xs.push_back(r[at].get<double>());
+                    const nlohmann::json::json_pointer flag(noise.empty() ? "/-" : noise);
+                    all_noise = all_noise && r.contains(flag) && r[flag].get<bool>();
+                }
             stats.push_back(xs.empty() ? std::nullopt : std::optional(mean_spread(xs)));
+            noisy.push_back(!xs.empty() && all_noise);
         }
         constexpr double none = std::numeric_limits<double>::infinity();
         double best = higher ? -none : none;
-        for (const auto& s : stats)
-            if (s) best = higher ? std::max(best, s->first) : std::min(best, s->first);
+        for (std::size_t i = 0; i < stats.size(); ++i)
+            if (stats[i] && !noisy[i]) best = higher ? std::max(best, stats[i]->first) : std::min(best, stats[i]->first);
         md += "| " + graph_slug(g) + " |";
-        for (const auto& s : stats) {
+        for (std::size_t i = 0; i < stats.size(); ++i) {
+            const auto& s = stats[i];
             if (!s) {
                 md += " - |";
+                continue;
+            }
+            if (noisy[i]) {
+                md += " \u2248 |";
                 continue;
             }
             char text[64];
@@ -249,7 +264,10 @@ inline std::string results_markdown(const EvalOptions& o, const std::vector<nloh
         for (const std::string& level : o.ort_levels)
             md += "\n## Speed-up in ONNX Runtime (level " + level + ", " + std::to_string(o.ort_threads) + " thread(s); median of "
                   + std::to_string(o.ort_runs) + " interleaved paired ratios; higher is better)\n\n"
-                  + results_table(o, records, "/ort/" + ort_key(level, o.ort_threads) + "/speedup", true, "%.3f ± %.3f");
+                  + "\u2248: the sign test on the paired runs cannot tell the result from its input in any seed (p \u2265 0.05, or a median "
+                    "change within 0.5%), so the figure is noise, not a speed-up.\n\n"
+                  + results_table(o, records, "/ort/" + ort_key(level, o.ort_threads) + "/speedup", true, "%.3f ± %.3f",
+                                  "/ort/" + ort_key(level, o.ort_threads) + "/within_noise");
     md += "\n## Search or inference seconds (lower is better)\n\n" + results_table(o, records, "/seconds", false, "%.2f ± %.2f");
     std::string failed;
     for (const nlohmann::json& r : records)
@@ -343,6 +361,13 @@ inline void dispatch_eval(const EvalOptions& o) {
     results["seeds"] = o.seeds;
     results["ranks"] = ranks.size();
     results["cells"] = records;
+    // Each applied rule's pattern, for tables and figures (a generated rule's name says nothing).
+    const auto library = load_rule_set(o.rules);
+    results["rule_labels"] = nlohmann::json::object();
+    for (const nlohmann::json& r : records)
+        if (r.contains("rewrites"))
+            for (const auto& [name, count] : r["rewrites"].items())
+                if (const std::optional<std::uint32_t> id = library->find(name)) results["rule_labels"][name] = rewrite::pattern_label((*library)[*id]);
     write_file_atomically(std::filesystem::path(o.out) / "results.json", results.dump(2) + "\n");
     write_file_atomically(std::filesystem::path(o.out) / "results.md", results_markdown(o, records));
     const std::string spread = ranks.size() > 1 ? ", on " + std::to_string(ranks.size()) + " ranks" : std::string();

@@ -10,6 +10,7 @@
 #include <rlflow/core/error.hpp>
 #include <rlflow/cost/detail/timing.hpp>
 #include <rlflow/cost/ort_worker.hpp>
+#include <rlflow/search/guard.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -104,6 +105,14 @@ struct OrtPair {
     double after_ms = 0;
     /// The median of the paired ratios after / before.
     double ratio = 0;
+    /// The guard's sign test on the paired runs (search/guard.hpp): rounds the output won,
+    /// rounds with a sign, the one-sided p-values, and whether it cannot tell the output
+    /// from its input (neither faster nor slower at the guard's significance and least gain).
+    std::size_t wins = 0;
+    std::size_t rounds = 0;
+    double p_faster = 1;
+    double p_slower = 1;
+    bool within_noise = true;
 };
 
 /// Times `before` and `after` interleaved: `runs` rounds after `warmup`.
@@ -119,11 +128,11 @@ inline OrtPair time_pair(cost::OrtWorker& worker, const std::filesystem::path& b
     const std::vector<cost::ModelTiming> timed = worker.time(files, request);
     for (const cost::ModelTiming& t : timed)
         RLFLOW_EXPECTS(t.ok(), io_error, "ONNX Runtime could not time " + before.string() + " against " + after.string() + ": " + t.error);
-    OrtPair pair;
-    pair.before_ms = cost::detail::median(timed[0].runs_ms);
-    pair.after_ms = cost::detail::median(timed[1].runs_ms);
-    pair.ratio = cost::detail::median(cost::detail::paired_ratios(timed[0].runs_ms, timed[1].runs_ms));
-    return pair;
+    const search::GuardOptions test;
+    const search::CandidateVerdict v =
+        search::detail::compare(search::LevelTimings{settings.level, {timed[0].runs_ms, timed[1].runs_ms}}, 0, test, test.significance);
+    return {.before_ms = v.input_median_ms, .after_ms = v.candidate_median_ms, .ratio = v.median_ratio, .wins = v.wins, .rounds = v.rounds,
+            .p_faster = v.p_faster, .p_slower = v.p_slower, .within_noise = !v.faster && !v.slower};
 }
 
 /// The cell's record: what identifies it, then the optimize report's figures, or the error.

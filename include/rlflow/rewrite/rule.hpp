@@ -507,6 +507,17 @@ private:
 /// Checks a rule's structure; throws rule_error naming the rule and what is wrong.
 inline void validate_rule(const Rule& rule) { detail::RuleChecker(rule).run(); }
 
+/// A rule's shape in a few words, for tables and figures where its name (gen_01519) says
+/// nothing: the ops of each side in topological order, "Conv+Conv → Concat+Conv+Split".
+[[nodiscard]] inline std::string pattern_label(const Rule& rule) {
+    const auto side = [](const std::vector<PatternNode>& nodes) {
+        std::string text;
+        for (const PatternNode& n : nodes) text += (text.empty() ? "" : "+") + std::string(op_name(n.op));
+        return text.empty() ? std::string("(inputs)") : text;
+    };
+    return side(rule.source) + " \u2192 " + side(rule.target);
+}
+
 /// The same rule read right to left, named `name`. Throws rule_error if the target cannot
 /// serve as a source: it maps a variable to an output, or its expressions and constraints
 /// measure source-only tensors or use symbols the target does not bind.
