@@ -5,15 +5,15 @@
     o, report = rlflow.optimize(g)          # search, ONNX Runtime guard, verification
     o.save("model.opt.onnx")
 
-rlflow.Env is the graph-rewriting environment for agents written in Python, with the
-Gymnasium conventions; rlflow.rules loads, generates and verifies substitution rules.
+rlflow.Env is the graph-rewriting environment for agents written in Python, with
+Gymnasium's API (a gymnasium.Env when gymnasium is installed); rlflow.rules loads,
+generates and verifies substitution rules.
 Errors are rlflow.Error subclasses carrying rlflow's message.
 """
 
 from ._core import (
     CheckpointError,
     CudaError,
-    Env,
     Error,
     Graph,
     GraphError,
@@ -32,6 +32,7 @@ from ._core import (
     zoo_names,
 )
 from . import rules
+from .env import Env
 
 __all__ = [
     "CheckpointError", "CudaError", "Env", "Error", "Graph", "GraphError", "IoError", "OnnxError",

@@ -13,6 +13,7 @@
 #include <rlflow/core/random.hpp>
 #include <rlflow/cost.hpp>
 #include <rlflow/cost/ort_backend.hpp>
+#include <rlflow/rl/env/action_space.hpp>
 #include <rlflow/rl/env/env.hpp>
 
 #include <atomic>
@@ -109,6 +110,8 @@ public:
     PyEnv(const PyGraph& graph, const py::object& rules, const cli::TargetFlags& where, const rl::EnvOptions& options)
         : m_graph(graph), m_options(options) {
         if (py::isinstance<PyRules>(rules)) m_rules = rules.cast<const PyRules&>().set;
+        else if (py::isinstance<py::str>(rules) && rules.cast<std::string>() == "agent")
+            m_rules = std::make_shared<const rewrite::RuleSet>(rl::training_rules(std::span<const Graph>(&m_graph.graph, 1)));
         else m_rules = cli::load_rule_set(py::str(py::module_::import("os").attr("fspath")(rules)));
         m_core = make_env_core(where, m_rules, options);
     }
@@ -131,9 +134,18 @@ public:
     }
 
     py::tuple step(const py::object& action) {
-        const auto pair = py::cast<std::vector<std::int64_t>>(action);
-        RLFLOW_EXPECTS(pair.size() == 2 && pair[0] >= 0 && pair[1] >= 0, precondition_error,
-                       "an action is a pair (xfer, location) of non-negative integers");
+        std::vector<std::int64_t> pair;
+        try {
+            pair = py::cast<std::vector<std::int64_t>>(action);
+        } catch (const py::cast_error&) {
+            pair.clear();
+        }
+        RLFLOW_EXPECTS(pair.size() == 2 && pair[0] >= 0 && pair[0] <= num_xfers() && pair[1] >= 0
+                           && pair[1] < static_cast<std::int64_t>(m_options.max_locations),
+                       precondition_error,
+                       "an action is a pair (xfer, location) of integers with 0 <= xfer <= " + std::to_string(num_xfers()) + " (" + std::to_string(num_xfers())
+                           + ": NO-OP) and 0 <= location < " + std::to_string(m_options.max_locations) + ", valid where the observation's masks say; got "
+                           + std::string(py::repr(action)));
         const BusyGuard busy(*m_busy);
         rl::StepResult r;
         {
@@ -188,7 +200,7 @@ private:
 
 inline void bind_env(py::module_& m) {
     const rl::EnvOptions d;
-    py::class_<PyEnv>(m, "Env", R"(The graph-rewriting environment, Gymnasium-style.
+    py::class_<PyEnv>(m, "_Env", R"(The core of rlflow.Env (python/rlflow/env.py), which adds the Gymnasium API.
 
 An action is (xfer, location): rule `xfer` at its valid location `location`; xfer N (the number of
 rules) is NO-OP and ends the episode. Rewards are the fraction of the input's cost a step saves,
@@ -201,7 +213,7 @@ environment stepped from two threads at once raises rlflow.PreconditionError.)")
         .def(py::init([](const PyGraph& graph, const py::object& rules, const std::string& cost, const std::string& device,
                          const std::string& target, std::size_t max_steps, std::size_t max_locations, double reward_scale,
                          bool one_step_gains) {
-                 if (!cost.starts_with("table:")) expect_one_of("cost", cost, {"analytic", "cpu", "ort", "cudnn", "table:FILE"});
+                 if (!cost.starts_with("table:")) expect_one_of("cost", cost, {"auto", "analytic", "cpu", "ort", "cudnn", "table:FILE"});
                  cli::TargetFlags where;
                  where.cost = cost;
                  where.device = device;
@@ -213,8 +225,8 @@ environment stepped from two threads at once raises rlflow.PreconditionError.)")
                  o.one_step_gains = one_step_gains;
                  return PyEnv(graph, rules, where, o);
              }),
-             py::arg("graph"), py::kw_only(), py::arg("rules") = "default", py::arg("cost") = "analytic",
-             py::arg("device") = "cpu", py::arg("target") = "auto", py::arg("max_steps") = d.step_limit, py::arg("max_locations") = d.max_locations,
+             py::arg("graph"), py::kw_only(), py::arg("rules") = "agent", py::arg("cost") = "auto",
+             py::arg("device") = "auto", py::arg("target") = "auto", py::arg("max_steps") = d.step_limit, py::arg("max_locations") = d.max_locations,
              py::arg("reward_scale") = d.reward_scale, py::arg("one_step_gains") = false)
         .def("reset", &PyEnv::reset, py::kw_only(), py::arg("seed") = py::none(), "Starts an episode: (obs, info).")
         .def("step", &PyEnv::step, py::arg("action"), "(obs, reward, terminated, truncated, info).")
@@ -229,6 +241,14 @@ environment stepped from two threads at once raises rlflow.PreconditionError.)")
             return names;
         })
         .def_property_readonly("cost_backend", [](const PyEnv& e) { return e.core().cost_name(); })
+        .def_property_readonly_static("feature_sizes", [](const py::object&) {
+            const nn::FeatureSizes s = rl::observation_feature_sizes;
+            py::dict widths;
+            widths["node"] = s.node;
+            widths["edge"] = s.edge;
+            widths["global"] = s.global;
+            return widths;
+        }, "Widths of the observation's node, edge and global features.")
         .def_property_readonly("cost_ms", [](const PyEnv& e) { return e.core().cost_ms(); })
         .def_property_readonly("initial_cost_ms", [](const PyEnv& e) { return e.core().initial_cost_ms(); })
         .def_property_readonly("steps", [](const PyEnv& e) { return e.core().steps(); })

@@ -9,6 +9,9 @@
 
 #include "rlflow/command_optimize.hpp"
 
+#include <algorithm>
+#include <iterator>
+
 namespace rlflow::python {
 
 /// The keyword arguments of optimize() that are not OptimizeOptions fields of the same
@@ -71,61 +74,124 @@ inline py::tuple optimize(const OptimizeArguments& a, const cli::OptimizeOptions
     return py::make_tuple(std::move(out), to_python(report));
 }
 
+/// One keyword argument of optimize(): it sets the OptimizeOptions field that the command
+/// line's flag of the same name (underscores for dashes) sets.
+struct OptimizeKeyword {
+    const char* name;
+    void (*set)(cli::OptimizeOptions&, const py::handle&);
+};
+
+/// A string or a list of strings, as a list.
+inline std::vector<std::string> string_list(const py::handle& v) {
+    if (py::isinstance<py::str>(v)) return {v.cast<std::string>()};
+    return v.cast<std::vector<std::string>>();
+}
+
+/// Every keyword optimize() takes besides model, search, cost, budget, agent and rules:
+/// the target, the other price models, the guard, verification, each search's options and
+/// the output's form, as the flags of `rlflow optimize` name them.
+inline constexpr OptimizeKeyword optimize_keywords[] = {
+    {"target", [](cli::OptimizeOptions& o, const py::handle& v) { o.where.target = v.cast<std::string>(); }},
+    {"device", [](cli::OptimizeOptions& o, const py::handle& v) { o.where.device = v.cast<std::string>(); }},
+    {"ort_level", [](cli::OptimizeOptions& o, const py::handle& v) { o.where.ort_level = v.is_none() ? "" : v.cast<std::string>(); }},
+    {"ort_threads", [](cli::OptimizeOptions& o, const py::handle& v) { o.where.ort_threads = v.cast<int>(); }},
+    {"propose", [](cli::OptimizeOptions& o, const py::handle& v) { o.propose = string_list(v); }},
+    {"guard", [](cli::OptimizeOptions& o, const py::handle& v) { o.guard = v.cast<std::string>(); }},
+    {"guard_levels", [](cli::OptimizeOptions& o, const py::handle& v) { o.guard_levels = string_list(v); }},
+    {"guard_candidates", [](cli::OptimizeOptions& o, const py::handle& v) { o.guard_candidates = v.cast<std::size_t>(); }},
+    {"guard_rounds", [](cli::OptimizeOptions& o, const py::handle& v) { o.guard_rounds = v.cast<int>(); }},
+    {"verify_trials", [](cli::OptimizeOptions& o, const py::handle& v) { o.verify_trials = v.cast<int>(); }},
+    {"seed", [](cli::OptimizeOptions& o, const py::handle& v) { o.seed = v.cast<std::uint64_t>(); }},
+    {"alpha", [](cli::OptimizeOptions& o, const py::handle& v) { o.alpha = v.cast<double>(); }},
+    {"time_limit", [](cli::OptimizeOptions& o, const py::handle& v) { o.time_limit = v.cast<double>(); }},
+    {"memory_limit", [](cli::OptimizeOptions& o, const py::handle& v) { o.memory_limit_mb = v.cast<std::size_t>(); }},
+    {"ledger", [](cli::OptimizeOptions& o, const py::handle& v) { o.ledger = v.cast<std::string>(); }},
+    {"cost_cache", [](cli::OptimizeOptions& o, const py::handle& v) { o.cost_cache = v.is_none() ? "" : py::str(v).cast<std::string>(); }},
+    {"samples", [](cli::OptimizeOptions& o, const py::handle& v) { o.samples = v.cast<std::size_t>(); }},
+    {"agent_stop", [](cli::OptimizeOptions& o, const py::handle& v) { o.agent_stop = v.cast<std::string>(); }},
+    {"plan", [](cli::OptimizeOptions& o, const py::handle& v) { o.plan = v.cast<std::string>(); }},
+    {"simulations", [](cli::OptimizeOptions& o, const py::handle& v) { o.simulations = v.cast<std::size_t>(); }},
+    {"grow_steps", [](cli::OptimizeOptions& o, const py::handle& v) { o.grow_steps = v.cast<std::size_t>(); }},
+    {"node_limit", [](cli::OptimizeOptions& o, const py::handle& v) { o.eqsat.node_limit = v.cast<std::size_t>(); }},
+    {"iter_limit", [](cli::OptimizeOptions& o, const py::handle& v) { o.eqsat.iteration_limit = v.cast<std::size_t>(); }},
+    {"multi_rounds", [](cli::OptimizeOptions& o, const py::handle& v) { o.eqsat.multi_rounds = v.cast<std::size_t>(); }},
+    {"multi_schedule", [](cli::OptimizeOptions& o, const py::handle& v) {
+         o.eqsat.multi_schedule = search::multi_schedule_names.parse(v.cast<std::string>(), "multi_schedule");
+     }},
+    {"extract", [](cli::OptimizeOptions& o, const py::handle& v) { o.extract = v.cast<std::string>(); }},
+    {"local_search_seconds", [](cli::OptimizeOptions& o, const py::handle& v) { o.eqsat.local.seconds = v.cast<double>(); }},
+    {"ilp_time_limit", [](cli::OptimizeOptions& o, const py::handle& v) { o.eqsat.ilp_time_limit_seconds = v.cast<double>(); }},
+    {"ilp_cycles", [](cli::OptimizeOptions& o, const py::handle& v) { o.ilp_cycles = v.cast<std::string>(); }},
+    {"portable", [](cli::OptimizeOptions& o, const py::handle& v) { o.portable = v.cast<bool>(); }},
+    {"fused_conv_ms", [](cli::OptimizeOptions& o, const py::handle& v) { o.save.fused_conv_microsoft = v.cast<bool>(); }},
+    {"progress", [](cli::OptimizeOptions& o, const py::handle& v) { o.progress = v.cast<bool>(); }},
+};
+
+/// Sets `o` from optimize()'s keyword arguments; an unknown one is a TypeError naming the
+/// known ones, a value of the wrong type an rlflow.PreconditionError naming the argument.
+inline void apply_keywords(cli::OptimizeOptions& o, const py::kwargs& given) {
+    for (const auto& [key, value] : given) {
+        const std::string name = py::str(key);
+        const auto* k = std::find_if(std::begin(optimize_keywords), std::end(optimize_keywords),
+                                     [&](const OptimizeKeyword& w) { return name == w.name; });
+        if (k == std::end(optimize_keywords)) {
+            std::string known;
+            for (const OptimizeKeyword& w : optimize_keywords) known += std::string(known.empty() ? "" : ", ") + w.name;
+            throw py::type_error("optimize() got an unexpected keyword argument '" + name + "'; it takes model, search, cost, budget, agent, rules, " + known);
+        }
+        try {
+            k->set(o, value);
+        } catch (const py::cast_error&) {
+            throw precondition_error("optimize(): " + name + "=" + std::string(py::repr(value)) + " has the wrong type");
+        }
+    }
+    RLFLOW_EXPECTS(o.guard_candidates >= 1 && o.guard_candidates <= 16, precondition_error, "guard_candidates must be 1 to 16");
+    RLFLOW_EXPECTS(o.guard_rounds >= 5 && o.guard_rounds <= 1000, precondition_error, "guard_rounds must be 5 to 1000");
+    for (const std::string& level : o.guard_levels) expect_listed("guard_levels", level, opt::ort_level_names);
+    RLFLOW_EXPECTS(o.eqsat.ilp_time_limit_seconds > 0, precondition_error, "ilp_time_limit must be positive seconds");
+    RLFLOW_EXPECTS(o.eqsat.local.seconds >= 0, precondition_error, "local_search_seconds must be 0 (off) or positive");
+    RLFLOW_EXPECTS(!(o.portable && o.save.fused_conv_microsoft), precondition_error, "portable and fused_conv_ms exclude each other");
+}
+
 inline void bind_optimize(py::module_& m) {
     const cli::OptimizeOptions d;
+    m.def("_optimize_keywords", [] {
+        std::vector<std::string> names{"search", "cost", "budget", "agent", "rules"};
+        for (const OptimizeKeyword& k : optimize_keywords) names.emplace_back(k.name);
+        return names;
+    }, "The keyword arguments optimize() takes (for the test that keeps them level with the command's flags).");
     m.def("optimize",
           [](const py::object& model, const std::string& search, const std::string& cost, std::size_t budget,
-             const std::optional<std::string>& agent, const py::object& rules, const std::string& target,
-             const std::string& device, const std::string& guard, double alpha, double time_limit, std::uint64_t seed,
-             int verify_trials, const std::optional<std::string>& ort_level, int ort_threads, std::size_t samples,
-             const std::string& plan, std::size_t simulations, std::size_t grow_steps, bool portable, const std::string& ledger,
-             bool progress) {
+             const std::optional<std::string>& agent, const py::object& rules, const py::kwargs& options) {
               cli::OptimizeOptions o;
               o.search = search;
-              o.where.target = target;
               o.where.cost = cost;
               o.budget = budget;
-              o.where.device = device;
-              o.guard = guard;
-              o.alpha = alpha;
-              o.time_limit = time_limit;
-              o.seed = seed;
-              o.verify_trials = verify_trials;
-              o.where.ort_level = ort_level.value_or("");
-              o.where.ort_threads = ort_threads;
-              o.samples = samples;
-              o.plan = plan;
-              o.simulations = simulations;
-              o.grow_steps = grow_steps;
-              o.portable = portable;
-              o.ledger = ledger;
-              o.progress = progress;
+              apply_keywords(o, options);
               return optimize({model, rules, agent}, o);
           },
           py::arg("model"), py::arg("search") = d.search, py::arg("cost") = d.where.cost, py::arg("budget") = d.budget,
-          py::arg("agent") = py::none(), py::kw_only(), py::arg("rules") = py::none(), py::arg("target") = d.where.target,
-          py::arg("device") = d.where.device,
-          py::arg("guard") = d.guard, py::arg("alpha") = d.alpha, py::arg("time_limit") = d.time_limit,
-          py::arg("seed") = d.seed, py::arg("verify_trials") = d.verify_trials, py::arg("ort_level") = py::none(),
-          py::arg("ort_threads") = d.where.ort_threads, py::arg("samples") = d.samples,
-          py::arg("plan") = d.plan, py::arg("simulations") = d.simulations, py::arg("grow_steps") = d.grow_steps,
-          py::arg("portable") = d.portable,
-          py::arg("ledger") = d.ledger, py::arg("progress") = false,
+          py::arg("agent") = py::none(), py::kw_only(), py::arg("rules") = py::none(),
           R"(Rewrites `model` (a Graph, a path, 'zoo:NAME' or ONNX bytes) into a cheaper equivalent graph.
 
-As `rlflow optimize`: `target` is auto, ort-cpu (ONNX Runtime on this CPU, by default level all with a
-thread per physical core; `ort_level` and `ort_threads` refine it) or cuda; `search` is greedy, taso,
-eqsat, mf or mb (mf/mb roll out the agent in the directory `agent`, then with `plan`='mcts' guide a
-tree search of `simulations` simulations a step, with `plan`='eqsat' seed equality saturation, or with
-`plan`='grow' grow an e-graph for `grow_steps` steps, one rule's matches a step); `cost` is auto (the target's own
-prices), analytic, cpu, ort or cudnn; `budget` bounds the search (0: by the graph's size). The best
-candidates are timed against the input in ONNX Runtime (`guard`), and the input is returned unchanged
-unless one is faster. `portable` writes standard ONNX ops only (an input holding an ONNX Runtime
-contrib op raises rlflow.Error). `ledger` is the rule ledger: auto (the one shipped for ort-cpu at
-level all, applied to the default rules under the target's own prices), none, or a file from
-`rlflow rules measure`; the families it says never pay are left out of the rules. The result is checked against the input on random inputs; a mismatch raises
-rlflow.VerificationError. The GIL is released while it works, and Ctrl-C stops the search with the
-best graph so far. Returns (graph, report dict).)");
+The front door of `rlflow optimize`, with the same request: every flag of that command is a keyword
+argument here, its dashes written as underscores and with the command's defaults (`rlflow optimize
+--help`). `target` is auto, ort-cpu (ONNX Runtime on this CPU, by default level all with a thread per
+physical core; `ort_level` and `ort_threads` refine it) or cuda; `search` is greedy, taso, eqsat, mf
+or mb (mf/mb roll out the agent in the directory `agent`; `plan` is none, mcts, eqsat or grow, with
+`simulations` and `grow_steps`; `samples` and `agent_stop` as the flags); `cost` is auto (the target's
+own prices), analytic, cpu, ort, cudnn or table:FILE, and `device` a roofline preset; `budget` bounds
+the search (0: by the graph's size), and so do `time_limit` (s), `memory_limit` (MB) and `alpha`.
+eqsat: `node_limit`, `iter_limit`, `multi_rounds`, `multi_schedule`, `extract`,
+`local_search_seconds`, `ilp_time_limit`, `ilp_cycles`. The guard: `guard` (auto, ort, cuda, none)
+times the best `guard_candidates` candidates of the target's prices and of the `propose` price models
+against the input, `guard_rounds` interleaved runs each, at the target's level and the `guard_levels`,
+and the input is returned unchanged unless one is faster. `verify_trials` random input sets check
+the result; a mismatch raises rlflow.VerificationError. `portable` writes standard ONNX ops only,
+`fused_conv_ms` ONNX Runtime's FusedConv; `ledger` and `cost_cache` as the flags; `seed` seeds the
+checks; `progress` prints the command's progress bars. The GIL is released while it works, and
+Ctrl-C stops the search with the best graph so far. Returns (graph, report dict), the report as
+`rlflow optimize --report` writes it.)");
 }
 
 }  // namespace rlflow::python

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -63,6 +64,40 @@ def test_the_command_line_and_the_module_give_the_same_report_and_bytes(squeezen
         assert from_cli[key] == report[key], key
     assert report["written"] == "optimised"
     assert (tmp_path / "cli.onnx").read_bytes() == (tmp_path / "py.onnx").read_bytes()
+
+
+def test_every_flag_of_the_command_is_a_keyword_of_the_module():
+    """rlflow.optimize takes the whole request `rlflow optimize` reads: each of the command's
+    flags, dashes as underscores, but those about files and loading, which the module's
+    model argument and the returned report stand for."""
+    cli = os.environ.get("RLFLOW_CLI")
+    if not cli:
+        pytest.skip("needs the command line beside the module (RLFLOW_CLI, set by ctest)")
+    text = subprocess.run([cli, "optimize", "--help"], check=True, capture_output=True, text=True).stdout
+    flags = {m.replace("-", "_") for m in re.findall(r"^\s+(?:-\w,)?--([a-z-]+)", text, re.MULTILINE)}
+    about_files = {"help", "output", "report", "batch", "dim", "data_inputs", "no_fold", "max_nodes", "weight_free"}
+    assert len(flags) > 30
+    assert flags - about_files == set(rlflow._core._optimize_keywords()) - {"progress"}  # progress: the command's bars are always on
+    with pytest.raises(TypeError, match="unexpected keyword argument 'guard_level'.*guard_levels"):
+        rlflow.optimize(rlflow.zoo("squeezenet1_1"), guard_level=["all"])
+    with pytest.raises(rlflow.PreconditionError, match="guard_rounds must be 5 to 1000"):
+        fast_search(rlflow.zoo("squeezenet1_1"), guard_rounds=2)
+    with pytest.raises(rlflow.PreconditionError, match="guard_levels"):
+        fast_search(rlflow.zoo("squeezenet1_1"), guard_levels=["fast"])
+
+
+def test_the_guard_and_eqsat_options_reach_the_request(squeezenet_file):
+    """The issue's example: guard levels and ORT level, and eqsat's limits, as keywords."""
+    _, report = rlflow.optimize(squeezenet_file, search="eqsat", cost="analytic", guard="none", iter_limit=2, node_limit=3000,
+                                extract="greedy", multi_rounds=0)
+    assert report["eqsat"]["iteration_limit"] == 2 and report["eqsat"]["node_limit"] == 3000
+    assert report["eqsat"]["iterations"] <= 2 and report["verified"]
+    ort_dir = SOURCE_DIR / "tools" / "ort"
+    if shutil.which("node") is None or not (ort_dir / "node_modules" / "onnxruntime-node").is_dir():
+        pytest.skip("the guard needs Node.js and onnxruntime-node (bash tools/setup.sh)")
+    _, report = rlflow.optimize(squeezenet_file, search="greedy", cost="analytic", budget=3, ort_level="all",
+                                guard_levels=["basic"], guard_rounds=5, guard_candidates=1, propose="none", cost_cache="none")
+    assert report["guard"]["levels"][:1] == ["all"] and report["guard"]["rounds"] == 5
 
 
 def test_onnxruntime_node_runs_the_saved_files_alike(squeezenet_file, tmp_path):
