@@ -16,7 +16,8 @@ void add_eval_command(CLI::App& app) {
     cmd->add_flag("--ort", o->ort, "also time each result against its input in ONNX Runtime");
     cmd->add_option("--ort-level", o->ort_levels, "ONNX Runtime optimisation levels to time at (comma-separated); the first also prices --cost ort")
         ->delimiter(',')->check(CLI::IsMember(opt::ort_level_names))->capture_default_str();
-    cmd->add_option("--ort-threads", o->ort_threads, "ONNX Runtime threads")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("--ort-threads", o->ort_threads, "ONNX Runtime threads (default: this machine's physical cores, " + std::to_string(o->ort_threads) + ")")
+        ->check(CLI::PositiveNumber);
     cmd->add_option("--ort-runs", o->ort_runs, "--ort: interleaved timed runs of each pair")->check(CLI::Range(3, 1000))->capture_default_str();
     cmd->add_option("--time-limit", o->time_limit, "seconds per cell's search (0: none)")->check(CLI::Range(0.0, 1e9))->capture_default_str();
     cmd->add_option("--target", o->target, "the target of every cell (as optimize --target)")

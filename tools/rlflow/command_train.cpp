@@ -77,8 +77,9 @@ void add_train_command(CLI::App& app) {
         ->check(CLI::Range(1e-8, 1.0))->capture_default_str();
     cmd->add_option("--envs-per-graph", o->environments_per_graph, "environments per training graph, stepped in parallel")
         ->check(CLI::Range(std::size_t{1}, std::size_t{1024}))->capture_default_str();
-    cmd->add_option("--jobs", o->jobs, "threads for rollouts and gradients (results do not depend on it)")
-        ->check(CLI::Range(1u, 1024u))->capture_default_str();
+    cmd->add_option("--jobs", o->jobs, "threads for rollouts and gradients (default: this machine's hardware threads, "
+                    + std::to_string(o->jobs) + "; results do not depend on it)")
+        ->check(CLI::Range(1u, 1024u));
     cmd->add_option("--checkpoint-every", o->checkpoint_every, "updates between checkpoints")
         ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))->capture_default_str();
     add_model_flags(*cmd, o->load);

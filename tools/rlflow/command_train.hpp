@@ -498,9 +498,11 @@ void train_with(const TrainOptions& o, Backend backend, Ranks& ranks) {
                             .by_seconds = limit == Limit::by_seconds};
     const auto update = [&] {
         const rl::UpdateLog u = trainer.update();
-        char text[112];
-        std::snprintf(text, sizeof text, "update %zu, steps %zu, episodes %zu, mean return %.3g", u.update, u.env_steps,
-                      u.episodes, u.mean_return);
+        char text[160];
+        // Rewards are reward_scale (100) x the share of the input's cost a step saves: an
+        // episode's return is the percent of the input's cost (or measured latency) it saved.
+        std::snprintf(text, sizeof text, "update %zu, steps %zu, episodes %zu, mean return %.3g (%% of the input's %s saved)", u.update,
+                      u.env_steps, u.episodes, u.mean_return, reward.latency || reward.gpu ? "measured latency" : "cost");
         return TrainingStep{.index = u.update, .seconds = u.seconds, .line = update_json(u, state.graphs), .text = text,
                             .progress = limit == Limit::by_updates ? u.update : u.episodes};
     };
