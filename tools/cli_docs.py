@@ -11,10 +11,12 @@ is the program's --help"), so a changed flag fails there until this script is ru
 """
 
 import argparse
+import os
 import pathlib
 import re
 import subprocess
 import sys
+import tempfile
 
 HEADER = """# Command-line reference
 
@@ -76,7 +78,10 @@ def main():
             return 1
         print(f"{args.check} is the program's --help ({text.count('## `')} commands)")
         return 0
-    pathlib.Path(args.out).write_text(text)
+    out = pathlib.Path(args.out)
+    with tempfile.NamedTemporaryFile("w", dir=out.parent, delete=False, suffix=".tmp") as f:
+        f.write(text)
+    os.replace(f.name, out)  # never a half-written page
     print(f"wrote {args.out} ({text.count('## `')} commands)")
     return 0
 

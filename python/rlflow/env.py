@@ -37,7 +37,7 @@ class _Seeded(_SpaceBase):
         if _gym is not None:
             super().__init__(shape=shape, dtype=dtype, seed=seed)
         else:
-            self._shape, self.dtype, self._np_random = shape, np.dtype(dtype), None
+            self._shape, self.dtype, self._np_random = shape, None if dtype is None else np.dtype(dtype), None
             if seed is not None:
                 self.seed(seed)
 
@@ -75,7 +75,7 @@ class ActionSpace(_Seeded):
 
     @property
     def is_np_flattenable(self):
-        return True
+        return False  # no flatten() is registered for it
 
     def sample(self, mask=None):
         rng = self.np_random
@@ -165,8 +165,11 @@ class ObservationSpace(_Seeded):
         return (f"ObservationSpace(graph: nodes (n, {self.node_features}), edges (E, {self.edge_features}), "
                 f"globals ({self.global_features},); masks ({self.num_xfers + 1},), ({self.num_xfers}, {self.max_locations}))")
 
+    def _layout(self):
+        return (self.num_xfers, self.max_locations, self.node_features, self.edge_features, self.global_features)
+
     def __eq__(self, other):
-        return isinstance(other, ObservationSpace) and vars(self) == vars(other)
+        return isinstance(other, ObservationSpace) and self._layout() == other._layout()
 
 
 class Env(_EnvBase):
@@ -218,8 +221,11 @@ class Env(_EnvBase):
         core = self._open()
         if options:
             raise _core.PreconditionError(f"rlflow.Env.reset: no options are read; got {sorted(options)}")
-        if seed is not None:
+        if _gym is not None:
+            super().reset(seed=seed)  # Gymnasium's seeding of np_random (and np_random_seed)
+        elif seed is not None:
             self._np_random = np.random.default_rng(seed)
+        if seed is not None:
             self.action_space.seed(seed)
         return core.reset(seed=seed)
 
@@ -246,16 +252,13 @@ class Env(_EnvBase):
         return self._open().graph()
 
     def __getattr__(self, name):  # num_xfers, rule_names, cost_ms, ...: the core's
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self._open(), name)
+        if name.startswith("_") or self.__dict__.get("_closed", True):
+            raise AttributeError(f"rlflow.Env has no attribute {name!r}" + (" (it is closed)" if self.__dict__.get("_closed") else ""))
+        return getattr(self._core, name)
 
     def __repr__(self):
         return f"<rlflow.Env {self._graph!r}>" if not self._closed else "<rlflow.Env (closed)>"
 
 
-if _gym is not None:
-    try:
-        _gym.register(id="rlflow/GraphRewrite-v0", entry_point="rlflow.env:Env")
-    except Exception:  # noqa: BLE001 - registered already (a reload)
-        pass
+if _gym is not None:  # registering an id again (a reload) only warns
+    _gym.register(id="rlflow/GraphRewrite-v0", entry_point="rlflow.env:Env")

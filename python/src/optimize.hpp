@@ -87,6 +87,24 @@ inline std::vector<std::string> string_list(const py::handle& v) {
     return v.cast<std::vector<std::string>>();
 }
 
+/// A list of strings, each string also split at commas (as --propose a,b reads).
+inline std::vector<std::string> comma_list(const py::handle& v) {
+    std::vector<std::string> out;
+    for (const std::string& item : string_list(v))
+        for (std::size_t start = 0;;) {
+            const std::size_t comma = item.find(',', start);
+            out.push_back(item.substr(start, comma - start));
+            if (comma == std::string::npos) break;
+            start = comma + 1;
+        }
+    return out;
+}
+
+/// A str or an os.PathLike as text.
+inline std::string path_text(const py::handle& v) {
+    return py::str(py::module_::import("os").attr("fspath")(v)).cast<std::string>();
+}
+
 /// Every keyword optimize() takes besides model, search, cost, budget, agent and rules:
 /// the target, the other price models, the guard, verification, each search's options and
 /// the output's form, as the flags of `rlflow optimize` name them.
@@ -95,7 +113,7 @@ inline constexpr OptimizeKeyword optimize_keywords[] = {
     {"device", [](cli::OptimizeOptions& o, const py::handle& v) { o.where.device = v.cast<std::string>(); }},
     {"ort_level", [](cli::OptimizeOptions& o, const py::handle& v) { o.where.ort_level = v.is_none() ? "" : v.cast<std::string>(); }},
     {"ort_threads", [](cli::OptimizeOptions& o, const py::handle& v) { o.where.ort_threads = v.cast<int>(); }},
-    {"propose", [](cli::OptimizeOptions& o, const py::handle& v) { o.propose = string_list(v); }},
+    {"propose", [](cli::OptimizeOptions& o, const py::handle& v) { o.propose = comma_list(v); }},
     {"guard", [](cli::OptimizeOptions& o, const py::handle& v) { o.guard = v.cast<std::string>(); }},
     {"guard_levels", [](cli::OptimizeOptions& o, const py::handle& v) { o.guard_levels = string_list(v); }},
     {"guard_candidates", [](cli::OptimizeOptions& o, const py::handle& v) { o.guard_candidates = v.cast<std::size_t>(); }},
@@ -105,8 +123,8 @@ inline constexpr OptimizeKeyword optimize_keywords[] = {
     {"alpha", [](cli::OptimizeOptions& o, const py::handle& v) { o.alpha = v.cast<double>(); }},
     {"time_limit", [](cli::OptimizeOptions& o, const py::handle& v) { o.time_limit = v.cast<double>(); }},
     {"memory_limit", [](cli::OptimizeOptions& o, const py::handle& v) { o.memory_limit_mb = v.cast<std::size_t>(); }},
-    {"ledger", [](cli::OptimizeOptions& o, const py::handle& v) { o.ledger = v.cast<std::string>(); }},
-    {"cost_cache", [](cli::OptimizeOptions& o, const py::handle& v) { o.cost_cache = v.is_none() ? "" : py::str(v).cast<std::string>(); }},
+    {"ledger", [](cli::OptimizeOptions& o, const py::handle& v) { o.ledger = path_text(v); }},
+    {"cost_cache", [](cli::OptimizeOptions& o, const py::handle& v) { o.cost_cache = v.is_none() ? "" : path_text(v); }},
     {"samples", [](cli::OptimizeOptions& o, const py::handle& v) { o.samples = v.cast<std::size_t>(); }},
     {"agent_stop", [](cli::OptimizeOptions& o, const py::handle& v) { o.agent_stop = v.cast<std::string>(); }},
     {"plan", [](cli::OptimizeOptions& o, const py::handle& v) { o.plan = v.cast<std::string>(); }},
@@ -145,8 +163,10 @@ inline void apply_keywords(cli::OptimizeOptions& o, const py::kwargs& given) {
             throw precondition_error("optimize(): " + name + "=" + std::string(py::repr(value)) + " has the wrong type");
         }
     }
-    RLFLOW_EXPECTS(o.guard_candidates >= 1 && o.guard_candidates <= 16, precondition_error, "guard_candidates must be 1 to 16");
-    RLFLOW_EXPECTS(o.guard_rounds >= 5 && o.guard_rounds <= 1000, precondition_error, "guard_rounds must be 5 to 1000");
+    RLFLOW_EXPECTS(o.guard_candidates >= 1 && o.guard_candidates <= cli::most_guard_candidates, precondition_error,
+                   "guard_candidates must be 1 to " + std::to_string(cli::most_guard_candidates));
+    RLFLOW_EXPECTS(o.guard_rounds >= cli::fewest_guard_rounds && o.guard_rounds <= cli::most_guard_rounds, precondition_error,
+                   "guard_rounds must be " + std::to_string(cli::fewest_guard_rounds) + " to " + std::to_string(cli::most_guard_rounds));
     for (const std::string& level : o.guard_levels) expect_listed("guard_levels", level, opt::ort_level_names);
     RLFLOW_EXPECTS(o.eqsat.ilp_time_limit_seconds > 0, precondition_error, "ilp_time_limit must be positive seconds");
     RLFLOW_EXPECTS(o.eqsat.local.seconds >= 0, precondition_error, "local_search_seconds must be 0 (off) or positive");
@@ -164,6 +184,7 @@ inline void bind_optimize(py::module_& m) {
           [](const py::object& model, const std::string& search, const std::string& cost, std::size_t budget,
              const std::optional<std::string>& agent, const py::object& rules, const py::kwargs& options) {
               cli::OptimizeOptions o;
+              o.progress = false;  // silent unless progress=True, as a library call should be
               o.search = search;
               o.where.cost = cost;
               o.budget = budget;

@@ -97,7 +97,11 @@ def test_the_guard_and_eqsat_options_reach_the_request(squeezenet_file):
         pytest.skip("the guard needs Node.js and onnxruntime-node (bash tools/setup.sh)")
     _, report = rlflow.optimize(squeezenet_file, search="greedy", cost="analytic", budget=3, ort_level="all",
                                 guard_levels=["basic"], guard_rounds=5, guard_candidates=1, propose="none", cost_cache="none")
-    assert report["guard"]["levels"][:1] == ["all"] and report["guard"]["rounds"] == 5
+    assert report["guard"]["rounds"] == 5
+    assert report["ort_level"] == "all" and [p["model"] for p in report["proposers"]] == [report["cost_backend"]]
+    if report["guard"]["candidates"]:  # timed at the target's level, then at the level that must not lose
+        assert report["guard"]["levels"] == ["all", "basic"]
+        assert {c["candidate"] for c in report["guard"]["candidates"]} == {1}
 
 
 def test_onnxruntime_node_runs_the_saved_files_alike(squeezenet_file, tmp_path):

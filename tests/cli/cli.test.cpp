@@ -13,9 +13,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <chrono>
 #include <csignal>
+#include <fcntl.h>
+#include <optional>
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <vector>
 
 using namespace rlflow::cli_test;
 
@@ -578,58 +583,109 @@ TEST_CASE("optimize targets ONNX Runtime as a session runs by default, times can
         CHECK(k["guard"]["levels"] == nlohmann::json({"all", "basic"}));
 }
 
+namespace {
+
+/// A program started in a process group of its own (as a shell starts a foreground job),
+/// its stderr readable through a pipe; the group is killed and reaped on destruction, so
+/// a failed check leaves no process, zombie or descriptor behind.
+class ProcessGroup {
+public:
+    explicit ProcessGroup(std::vector<std::string> argv, std::vector<std::string> environment) {
+        int pipe_ends[2];
+        REQUIRE(::pipe(pipe_ends) == 0);
+        // Everything the child needs is built before fork: after it, only async-signal-safe calls.
+        std::vector<char*> args, env;
+        for (std::string& a : argv) args.push_back(a.data());
+        args.push_back(nullptr);
+        for (std::string& e : environment) env.push_back(e.data());
+        for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
+        env.push_back(nullptr);
+        m_pid = ::fork();
+        REQUIRE(m_pid >= 0);
+        if (m_pid == 0) {
+            ::setpgid(0, 0);
+            const int null = ::open("/dev/null", O_WRONLY);
+            ::dup2(null, STDOUT_FILENO);
+            ::dup2(pipe_ends[1], STDERR_FILENO);
+            ::execve(args[0], args.data(), env.data());
+            ::_exit(127);
+        }
+        ::setpgid(m_pid, m_pid);  // also here, so that the group exists whichever runs first
+        ::close(pipe_ends[1]);
+        m_stderr = pipe_ends[0];
+    }
+    ProcessGroup(const ProcessGroup&) = delete;
+    ProcessGroup& operator=(const ProcessGroup&) = delete;
+    ~ProcessGroup() {
+        if (m_pid > 0) {
+            ::kill(-m_pid, SIGKILL);
+            ::waitpid(m_pid, nullptr, 0);
+        }
+        if (m_stderr >= 0) ::close(m_stderr);
+    }
+
+    /// Reads stderr until `text` appears, the pipe ends or `seconds` pass; whether it appeared.
+    bool wait_for(const std::string& text, double seconds) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+        while (said.find(text) == std::string::npos && read_some(deadline)) {}
+        return said.find(text) != std::string::npos;
+    }
+    /// Reads stderr to its end (at most `seconds`), then reaps the program; its wait status.
+    std::optional<int> finish(double seconds) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+        while (read_some(deadline)) {}
+        int status = 0;
+        if (::waitpid(m_pid, &status, WNOHANG) != m_pid) return std::nullopt;  // still running: the destructor kills it
+        m_pid = -1;
+        return status;
+    }
+    [[nodiscard]] ::pid_t pid() const { return m_pid; }
+    std::string said;
+
+private:
+    bool read_some(std::chrono::steady_clock::time_point deadline) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+        if (left <= 0) return false;
+        pollfd fd{m_stderr, POLLIN, 0};
+        if (::poll(&fd, 1, static_cast<int>(left)) <= 0) return false;
+        std::array<char, 512> buffer{};
+        const ssize_t n = ::read(m_stderr, buffer.data(), buffer.size());
+        if (n <= 0) return false;
+        said.append(buffer.data(), static_cast<std::size_t>(n));
+        return true;
+    }
+    ::pid_t m_pid = -1;
+    int m_stderr = -1;
+};
+
+}  // namespace
+
 TEST_CASE("Ctrl-C at a terminal stops optimize's search over the ONNX Runtime worker; the best graph is verified and written") {
     if (!ort_installed()) return;
     const ScratchDir dir("rlflow_cli_sigint_group");
     const std::string out = dir.file("out.onnx");
     const std::string report = dir.file("report.json");
-    const std::string log = dir.file("stderr.txt");
-    int progress[2];
-    REQUIRE(::pipe(progress) == 0);
-    // The program leads a process group of its own, as a shell's foreground job does, so
-    // that the SIGINT below reaches every process in it: rlflow and its ONNX Runtime worker.
-    const ::pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        ::setpgid(0, 0);
-        ::dup2(progress[1], STDERR_FILENO);
-        ::close(progress[0]);
-        ::close(progress[1]);
-        if (std::freopen("/dev/null", "w", stdout) == nullptr) ::_exit(127);
-        // Priced afresh (no cost cache) and with a budget it would spend minutes on.
-        ::execl(RLFLOW_CLI_PATH, RLFLOW_CLI_PATH, "optimize", "zoo:squeezenet1_1", "-o", out.c_str(), "--report", report.c_str(),
-                "--budget", "1000000", "--cost-cache", "none", static_cast<char*>(nullptr));
-        ::_exit(127);
-    }
-    ::setpgid(pid, pid);  // also here, so that the group exists before the signal whichever runs first
-    ::close(progress[1]);
-    // Wait for the search's first progress line (it comes every 5 s), then interrupt.
-    std::string said;
-    std::array<char, 512> buffer{};
-    while (said.find("search (") == std::string::npos) {
-        const ssize_t n = ::read(progress[0], buffer.data(), buffer.size());
-        if (n <= 0) break;
-        said.append(buffer.data(), static_cast<std::size_t>(n));
-    }
-    REQUIRE_MESSAGE(said.find("search (") != std::string::npos, said);
-    REQUIRE(::kill(-pid, SIGINT) == 0);
-    while (const ssize_t n = ::read(progress[0], buffer.data(), buffer.size())) {
-        if (n < 0) break;
-        said.append(buffer.data(), static_cast<std::size_t>(n));
-    }
-    ::close(progress[0]);
-    int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
-    REQUIRE_MESSAGE(WIFEXITED(status), said);
-    CHECK_MESSAGE(WEXITSTATUS(status) == 0, said);
-    CHECK(said.find("internal error") == std::string::npos);
+    // Priced afresh in ONNX Runtime (no cost cache), with a budget it would spend minutes on
+    // and the target's prices alone (--propose none), so that the one search the signal stops
+    // is the ORT-priced one; progress lines every 0.2 s say when it runs.
+    ProcessGroup rlflow({RLFLOW_CLI_PATH, "optimize", "zoo:squeezenet1_1", "-o", out, "--report", report, "--budget", "1000000",
+                         "--cost-cache", "none", "--propose", "none"},
+                        {"RLFLOW_PROGRESS_INTERVAL=0.2"});
+    REQUIRE_MESSAGE(rlflow.wait_for("search", 300), rlflow.said);  // the one search's progress (stderr)
+    // As a terminal does: SIGINT to every process of the foreground group. The ONNX Runtime
+    // worker, in a group of its own, does not get it, and times the guard's candidates after.
+    REQUIRE(::kill(-rlflow.pid(), SIGINT) == 0);
+    const std::optional<int> status = rlflow.finish(300);
+    REQUIRE_MESSAGE(status.has_value(), rlflow.said);
+    REQUIRE_MESSAGE(WIFEXITED(*status), rlflow.said);
+    CHECK_MESSAGE(WEXITSTATUS(*status) == 0, rlflow.said);
+    CHECK(rlflow.said.find("internal error") == std::string::npos);
     REQUIRE(std::filesystem::exists(out));
     std::ifstream in(report);
     const auto j = nlohmann::json::parse(in);
     CHECK(j["stop_reason"] == "interrupted");
     CHECK(j["verified"] == true);
-    // The guard still timed the input and the candidates with the worker after the signal.
-    CHECK(j["ort_before_ms"].get<double>() > 0);
+    CHECK(j["ort_before_ms"].get<double>() > 0);  // the guard timed with the worker after the signal
 }
 
 TEST_CASE("optimize scales its budget with the graph, reports its memory, and stops at --memory-limit") {

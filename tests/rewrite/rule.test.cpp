@@ -113,3 +113,12 @@ TEST_CASE("a rule whose source leaves an attribute open is not reversed into a d
     CHECK_THROWS_WITH_AS((void)rewrite::reversed(r, "unpin_axis"), doctest::Contains("leaves attribute 'axis' open"),
                          rule_error);
 }
+
+TEST_CASE("a rule's pattern label gives each side's ops in order, for tables where its name says nothing") {
+    CHECK(rewrite::pattern_label(drop_relu()) == "Relu \u2192 (inputs)");
+    // Relu(Relu(x)) -> Relu(x): two ops become one.
+    Rule r = drop_relu();
+    r.source.push_back(PatternNode{OpKind::Relu, {PatternRef::node(0)}, {}, 1, "s"});
+    r.target.push_back(PatternNode{OpKind::Relu, {PatternRef::variable(0)}, {}, 1, "t"});
+    CHECK(rewrite::pattern_label(r) == "Relu+Relu \u2192 Relu");
+}

@@ -94,6 +94,9 @@ TEST_CASE("the guard picks the fastest candidate that is faster at the first lev
     REQUIRE(screened.chosen.has_value());
     CHECK(*screened.chosen == 1);
     CHECK(screened.reason.find("candidate 2 is the fastest at level basic") != std::string::npos);
+    // The faster candidate that a level vetoed is named, with where it lost.
+    CHECK_MESSAGE(screened.reason.find("; candidate 1 was ") != std::string::npos, screened.reason);
+    CHECK(screened.reason.find("% slower at level all") != std::string::npos);
     CHECK(d.verdicts.size() == 6);
     CHECK(d.verdicts[0].faster);
     CHECK(d.verdicts[1].slower);
@@ -121,6 +124,19 @@ TEST_CASE("the guard keeps the input when a candidate loses at another level, ev
     CHECK(d.reason.find("% faster at level basic (") != std::string::npos);
     CHECK(d.reason.find("but level all vetoed it: 2.0% slower there (7/21 rounds faster, sign test p = ") != std::string::npos);
     CHECK(d.reason.find("may lose at most 0.5%") != std::string::npos);
+}
+
+TEST_CASE("the guard says a candidate whose clear gain is below min_gain gains too little, not that it is noise") {
+    // 0.3% faster in 19 of 21 rounds: the sign test is sure, the gain below the 0.5% asked.
+    const std::vector<double> input = runs(10.0);
+    std::vector<double> candidate;
+    for (std::size_t k = 0; k < input.size(); ++k) candidate.push_back(input[k] * (k < 19 ? 0.997 : 1.001));
+    const search::GuardDecision d = search::decide({{"all", {input, candidate}}}, 1);
+    CHECK_FALSE(d.chosen.has_value());
+    CHECK_MESSAGE(d.reason.find("keeping the input: no candidate gains the 0.5% a written model must gain at level all; the candidate was 0.3% faster (19/21 rounds faster")
+                      == 0,
+                  d.reason);
+    CHECK(d.reason.find("noise") == std::string::npos);
 }
 
 TEST_CASE("the guard's message names the best of several candidates and the level that vetoed it, with its gain and the p-values") {

@@ -264,8 +264,9 @@ inline std::string results_markdown(const EvalOptions& o, const std::vector<nloh
         for (const std::string& level : o.ort_levels)
             md += "\n## Speed-up in ONNX Runtime (level " + level + ", " + std::to_string(o.ort_threads) + " thread(s); median of "
                   + std::to_string(o.ort_runs) + " interleaved paired ratios; higher is better)\n\n"
-                  + "\u2248: the sign test on the paired runs cannot tell the result from its input in any seed (p \u2265 0.05, or a median "
-                    "change within 0.5%), so the figure is noise, not a speed-up.\n\n"
+                  + "\u2248: the sign test on the paired runs cannot tell the result from its input in any seed (p \u2265 "
+                  + std::to_string(search::GuardOptions{}.significance).substr(0, 4) + ", or a median change within "
+                  + search::detail::share(search::GuardOptions{}.min_gain) + "), so the figure is noise, not a speed-up.\n\n"
                   + results_table(o, records, "/ort/" + ort_key(level, o.ort_threads) + "/speedup", true, "%.3f ± %.3f",
                                   "/ort/" + ort_key(level, o.ort_threads) + "/within_noise");
     md += "\n## Search or inference seconds (lower is better)\n\n" + results_table(o, records, "/seconds", false, "%.2f ± %.2f");

@@ -105,9 +105,9 @@ void add_optimize_command(CLI::App& app) {
     cmd->add_option("--guard-candidates", o->guard_candidates,
                     "how many candidates the guard times at most: distinct graphs taken in turn from each price model's "
                     "cheapest (each model searches for this many)")
-        ->check(CLI::Range(1, 16))->capture_default_str();
+        ->check(CLI::Range(std::size_t{1}, most_guard_candidates))->capture_default_str();
     cmd->add_option("--guard-rounds", o->guard_rounds, "interleaved timed runs of each model")
-        ->check(CLI::Range(5, 1000))->capture_default_str();
+        ->check(CLI::Range(fewest_guard_rounds, most_guard_rounds))->capture_default_str();
     constexpr std::size_t largest_budget = 1'000'000'000;
     cmd->add_option("--budget", o->budget,
                     "most expansions (taso) or rewrites (greedy); 0: 1000, or one per 8 nodes on larger graphs")

@@ -38,6 +38,12 @@
 
 namespace rlflow::cli {
 
+/// The guard's ranges, as --guard-candidates and --guard-rounds check them (and Python's
+/// keywords of the same names).
+inline constexpr std::size_t most_guard_candidates = 16;
+inline constexpr int fewest_guard_rounds = 5;
+inline constexpr int most_guard_rounds = 1000;
+
 struct OptimizeOptions {
     std::string model;
     std::string output;

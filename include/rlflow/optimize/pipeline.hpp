@@ -310,6 +310,9 @@ inline void settle_as_written(Graph& g) {
             // still lowering the cost at every step; taso, when its best came late.
             if (kind == SearchKind::greedy)
                 return "stopped at the --budget while every rewrite still lowered the cost: a larger --budget may find more";
+            if (kind == SearchKind::backtracking && found.best_found_at == 0)
+                return "spent its --budget of " + std::to_string(found.expansions)
+                       + " expansions without finding a graph cheaper than the input, so a larger one is unlikely to help";
             if (kind == SearchKind::backtracking && found.best_found_at * 2 <= found.expansions)
                 return "spent its --budget of " + std::to_string(found.expansions) + " expansions; nothing cheaper was found after expansion "
                        + std::to_string(found.best_found_at) + ", so a larger one is unlikely to help";
@@ -609,7 +612,9 @@ inline void describe(OptimizeReport& report, const OptimizeRequest& r, const Gra
     report.budget = r.limits.budget > 0 ? r.limits.budget : search::default_budget(before.num_nodes());
     report.peak_search_bytes = found.peak_search_bytes;
     report.stop_reason = found.reason;
-    report.best_found_at = found.best_found_at;
+    // Only greedy and taso count the expansion their best came at.
+    const bool counts_expansions = report.search == SearchKind::greedy || report.search == SearchKind::backtracking;
+    report.best_found_at = counts_expansions ? std::optional(found.best_found_at) : std::nullopt;
     report.stop = stop_reason_text(found, report.search, report.eqsat ? std::optional(report.eqsat->stats) : std::nullopt);
     report.seconds = found.seconds;
     report.proposed_by = written.proposed_by;
@@ -628,32 +633,44 @@ inline void describe(OptimizeReport& report, const OptimizeRequest& r, const Gra
     if (g.decision == GuardVerdict::unavailable) return g.reason;
     if (r.timed.empty()) {
         std::string models;
-        for (const Proposal& p : r.proposers) models += (models.empty() ? "" : ", ") + p.model;
+        bool cheaper = false;
+        for (const Proposal& p : r.proposers) {
+            models += (models.empty() ? "" : ", ") + p.model;
+            cheaper = cheaper || p.best_cost_ms < p.initial_cost_ms;
+        }
+        if (cheaper)  // every cheaper graph was dropped as a copy of the input once written
+            return "the cheaper graphs the search found are the input once written as ONNX (fusions are written back as the ops "
+                   "they fused), so there was nothing to time";
         return "no rewrite the search found lowers the price of this model (priced by " + (models.empty() ? r.cost_backend : models)
                + "), so there was nothing to time; another --search or more rules (rlflow rules generate) may find some";
     }
-    if (g.decision == GuardVerdict::off) return "no candidate was cheaper than the input under " + r.cost_backend;
     const std::string runtime = r.guard_settings.mode == GuardMode::cuda ? "the CUDA executor" : "ONNX Runtime";
     const std::vector<search::CandidateVerdict>& verdicts = g.detail.verdicts;
-    const std::string& level = r.guard_settings.levels.empty() ? std::string() : r.guard_settings.levels.front();
+    const std::size_t per = std::max<std::size_t>(r.guard_settings.levels.size(), 1);
+    const std::string level = r.guard_settings.levels.empty() ? std::string("its level") : r.guard_settings.levels.front();
+    const double min_gain = r.guard_settings.decision.min_gain;
     // What would pay: a level that vetoed a gain, or another level at which a candidate was
-    // faster beyond the noise.
+    // faster in the one comparison made there.
     if (!g.detail.vetoed_at.empty())
         return "the best candidate was faster at level " + level + ", but the --guard-levels also require level " + g.detail.vetoed_at
                + " not to lose; without that requirement the guard would time it again at level " + level;
-    for (const search::CandidateVerdict& v : verdicts)
-        if (v.level != level && v.faster)
-            return "no candidate was faster at level " + level + ", but candidate " + std::to_string(v.candidate + 1) + " was "
-                   + search::detail::change_in_words(v.median_ratio) + " at level " + v.level + ": --ort-level " + v.level + " targets that";
     if (g.detail.confirmation)
         return "the candidate that gained in the first comparison did not when timed again: its gain is within this machine's noise";
-    if (g.detail.best && !verdicts.empty()) {
-        const search::CandidateVerdict& b = verdicts.at(*g.detail.best * r.guard_settings.levels.size());
-        if (b.median_ratio < 1 && !b.faster && !g.detail.confirmation)
-            return "the best candidate's gain (" + search::detail::change_in_words(b.median_ratio) + ") is within the noise of "
-                   + std::to_string(b.rounds) + " rounds; more --guard-rounds may tell it apart";
-    }
-    return "the rewrites found do not pay at this target: " + runtime + (level.empty() ? "" : " at level " + level)
+    if (!g.detail.best || verdicts.size() < (*g.detail.best + 1) * per) return g.reason;
+    const search::CandidateVerdict& b = verdicts[*g.detail.best * per];
+    if (b.rounds == 0) return runtime + " gave the candidates no timed runs: it could not run them";
+    for (const search::CandidateVerdict& v : verdicts)
+        if (v.level != b.level && v.faster)
+            return "no candidate was faster at level " + level + ", but candidate " + std::to_string(v.candidate + 1) + " was "
+                   + search::detail::change_in_words(v.median_ratio) + " at level " + v.level + " in one comparison: --ort-level "
+                   + v.level + " targets that level";
+    if (b.median_ratio < 1 && b.median_ratio >= 1 - min_gain)
+        return "the best candidate was " + search::detail::change_in_words(b.median_ratio) + ", less than the "
+               + search::detail::share(min_gain) + " a written model must gain";
+    if (b.median_ratio < 1 - min_gain && !b.faster)
+        return "the best candidate's gain (" + search::detail::change_in_words(b.median_ratio) + ") is within the noise of "
+               + std::to_string(b.rounds) + " rounds; more --guard-rounds may tell it apart";
+    return "the rewrites found do not pay at this target: " + runtime + " at level " + level
            + " already does what they save, or runs their result slower";
 }
 

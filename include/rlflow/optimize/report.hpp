@@ -19,6 +19,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rlflow {
@@ -114,7 +115,8 @@ namespace opt {
     if (backend.starts_with("ort:"))
         return "the sum of the ops' median times, each op timed alone in ONNX Runtime (" + backend + ")" + timed_whole;
     if (backend.starts_with("analytic:"))
-        return "a roofline estimate of the ops' times on the " + backend.substr(9) + " preset, not a measurement" + timed_whole;
+        return "a roofline estimate of the ops' times on the " + backend.substr(std::string_view("analytic:").size()) + " preset, not a measurement"
+               + timed_whole;
     if (backend.starts_with("cpu-profiler:")) return "the sum of the ops' times measured in rlflow's reference executor" + timed_whole;
     if (backend.starts_with("cudnn:")) return "the sum of the ops' times measured with cuDNN and cuBLAS on the GPU" + timed_whole;
     if (backend.starts_with("table:"))
@@ -154,8 +156,9 @@ struct OptimizeReport {
     /// The target's own search: its best graph's rewrites, expansions, budget and memory.
     std::map<std::string, std::size_t> search_rewrites;
     std::size_t expansions = 0;
-    /// The expansion after which the target's search last found a cheaper graph.
-    std::size_t best_found_at = 0;
+    /// The expansion after which the target's search last found a cheaper graph (greedy and
+    /// taso; none for the searches that do not count expansions so).
+    std::optional<std::size_t> best_found_at;
     std::size_t budget = 0;
     std::size_t peak_search_bytes = 0;
     /// What the prices stand for (opt::priced_target).
@@ -282,7 +285,7 @@ inline nlohmann::json OptimizeReport::to_json() const {
     j["rewrite_sequence"] = rewrite_sequence;
     j["search_rewrites"] = search_rewrites;
     j["expansions"] = expansions;
-    j["best_found_at"] = best_found_at;
+    j["best_found_at"] = best_found_at ? nlohmann::json(*best_found_at) : nlohmann::json();
     j["budget"] = budget;
     j["peak_search_bytes"] = peak_search_bytes;
     j["prices_for"] = prices_for;

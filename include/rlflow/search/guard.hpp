@@ -42,6 +42,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -144,8 +145,9 @@ using cost::detail::sign_test_p;
 /// A median ratio of a candidate's time to the input's, in words: "12.3% faster",
 /// "2.3% slower" (percent of the input's time) or "as fast".
 [[nodiscard]] inline std::string change_in_words(double ratio) {
+    constexpr double shown_as_equal = 0.0005;  // rounds to 0.0% at one decimal
     char text[48];
-    if (std::abs(ratio - 1) < 0.0005) return "as fast";
+    if (std::abs(ratio - 1) < shown_as_equal) return "as fast";
     std::snprintf(text, sizeof text, "%.1f%% %s", std::abs(1 - ratio) * 100, ratio < 1 ? "faster" : "slower");
     return text;
 }
@@ -216,6 +218,17 @@ using cost::detail::sign_test_p;
                    + (!screening && candidates > 1 ? ", below " + std::to_string(significance).substr(0, 6) + " for " + std::to_string(candidates) + " candidates" : "")
                    + ")";
         if (per > 1) d.reason += " and not slower at the other levels (median loss at most " + detail::share(options.min_gain) + ")";
+        if (best != *d.chosen) {
+            // One with a lower median was not chosen: say which, and why (a level vetoed it, or noise).
+            std::size_t worst = 0;
+            for (std::size_t l = 1; l < per; ++l)
+                if (worst == 0 || d.verdicts[best * per + l].median_ratio > d.verdicts[best * per + worst].median_ratio) worst = l;
+            const bool vetoed = worst > 0 && d.verdicts[best * per + worst].median_ratio > 1 + options.min_gain;
+            d.reason += "; candidate " + std::to_string(best + 1) + " was " + detail::change_in_words(d.verdicts[best * per].median_ratio)
+                        + " there, but "
+                        + (vetoed ? detail::change_in_words(d.verdicts[best * per + worst].median_ratio) + " at level " + d.verdicts[best * per + worst].level
+                                  : std::string("not faster beyond the noise"));
+        }
         return d;
     }
     // Why the input is kept, in terms of the best candidate: what it gained at the first
@@ -235,6 +248,15 @@ using cost::detail::sign_test_p;
         d.reason = "keeping the input: " + name + " was " + detail::change_in_words(b.median_ratio) + " at level " + b.level + " ("
                    + detail::tally(b) + "), but level " + v.level + " vetoed it: " + detail::change_in_words(v.median_ratio) + " there ("
                    + detail::tally(v, true) + "), where a written model may lose at most " + detail::share(options.min_gain);
+        return d;
+    }
+    if (b.rounds == 0) {
+        d.reason = "keeping the input: the runtime gave the candidates no timed runs at level " + b.level + " (it could not run them)";
+        return d;
+    }
+    if (b.median_ratio < 1 && b.median_ratio >= 1 - options.min_gain) {
+        d.reason = "keeping the input: no candidate gains the " + detail::share(options.min_gain) + " a written model must gain at level "
+                   + b.level + "; " + name + " was " + detail::change_in_words(b.median_ratio) + " (" + detail::tally(b) + ")";
         return d;
     }
     const bool loses = b.median_ratio > 1 + options.min_gain;
